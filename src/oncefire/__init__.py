@@ -1,0 +1,82 @@
+"""oncefire: event-triggered Python functions that fire once in effect."""
+
+from oncefire.app import App
+from oncefire.deadletters import DeadLetter
+from oncefire.documents import (
+    DELETE_FIELD,
+    SERVER_TIMESTAMP,
+    CollectionReference,
+    Database,
+    DocumentReference,
+    Increment,
+    Transaction,
+)
+from oncefire.errors import (
+    ClaimHeldError,
+    ConfigError,
+    DeadLetterNotFoundError,
+    DocumentNotFoundError,
+    DocumentTooLargeError,
+    InvalidDocumentError,
+    InvalidPathError,
+    InvalidPatternError,
+    MissingDependencyError,
+    OncefireError,
+    PayloadMismatch,
+    PayloadMismatchError,
+    PermanentError,
+    ReplayError,
+    Retry,
+    SchemaVersionError,
+    StoreError,
+    TransactionError,
+)
+from oncefire.events import Change, DocumentSnapshot, Event, EventType, Message
+from oncefire.idempotency import idempotent
+from oncefire.retry import Outcome, RetryPolicy
+from oncefire.settings import Settings
+from oncefire.stats import FunctionStats
+from oncefire.worker import DrainSummary
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DELETE_FIELD",
+    "SERVER_TIMESTAMP",
+    "App",
+    "Change",
+    "ClaimHeldError",
+    "CollectionReference",
+    "ConfigError",
+    "Database",
+    "DeadLetter",
+    "DeadLetterNotFoundError",
+    "DocumentNotFoundError",
+    "DocumentReference",
+    "DocumentSnapshot",
+    "DocumentTooLargeError",
+    "DrainSummary",
+    "Event",
+    "EventType",
+    "FunctionStats",
+    "Increment",
+    "InvalidDocumentError",
+    "InvalidPathError",
+    "InvalidPatternError",
+    "Message",
+    "MissingDependencyError",
+    "OncefireError",
+    "Outcome",
+    "PayloadMismatch",
+    "PayloadMismatchError",
+    "PermanentError",
+    "ReplayError",
+    "Retry",
+    "RetryPolicy",
+    "SchemaVersionError",
+    "Settings",
+    "StoreError",
+    "Transaction",
+    "TransactionError",
+    "idempotent",
+]

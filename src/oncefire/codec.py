@@ -1,0 +1,116 @@
+"""The JSON form of document data and event payloads: strict, sized, datetime-aware."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from oncefire.errors import DocumentTooLargeError, InvalidDocumentError
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+_TIME_TAG = "$time"
+
+
+def _encode_value(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidDocumentError(
+                f"Field {where or '<root>'} is {value}: NaN and infinity are not JSON; "
+                "store null or a finite number."
+            )
+        return value
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise InvalidDocumentError(
+                f"Field {where} is a naive datetime: give it a timezone (UTC)."
+            )
+        return {_TIME_TAG: value.astimezone(UTC).isoformat()}
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidDocumentError(
+                    f"Field {where or '<root>'} has key {key!r}: field names must be strings."
+                )
+            out[key] = _encode_value(item, f"{where}.{key}" if where else key)
+        return out
+    if isinstance(value, list | tuple):
+        return [_encode_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise InvalidDocumentError(
+        f"Field {where or '<root>'} holds a {type(value).__name__}, which is not JSON: "
+        "use dicts, lists, strings, numbers, booleans, None or aware datetimes."
+    )
+
+
+def _decode_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and _TIME_TAG in obj:
+        return datetime.fromisoformat(obj[_TIME_TAG])
+    return obj
+
+
+def dumps(value: Any) -> str:
+    """Strict compact JSON of a value (NaN, sets, bytes and naive datetimes are refused)."""
+    return json.dumps(_encode_value(value, ""), separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str | bytes) -> Any:
+    """Decode what dumps wrote (datetimes come back as aware datetimes)."""
+    return json.loads(text, object_hook=_decode_hook)
+
+
+def encode_document(data: Any) -> str:
+    """JSON of a document's fields, checked for type and the 1 MiB limit."""
+    if not isinstance(data, dict):
+        raise InvalidDocumentError(
+            f"Document data must be a dict of fields; got {type(data).__name__}."
+        )
+    text = dumps(data)
+    if len(text.encode()) > MAX_DOCUMENT_BYTES:
+        raise DocumentTooLargeError(
+            f"The document is {len(text.encode()):,} bytes of JSON; the limit is "
+            f"{MAX_DOCUMENT_BYTES:,}: split it or store large blobs elsewhere."
+        )
+    return text
+
+
+_id_lock = threading.Lock()
+_last_ms = 0
+_last_rand = 0
+
+
+def _uuid7(ms: int, rand: int) -> str:
+    rand &= (1 << 74) - 1
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+def stable_id(at: float, seed: int) -> str:
+    """A UUIDv7 string fixed by a time and a seed (the same inputs give the same id)."""
+    return _uuid7(int(at * 1000), seed)
+
+
+def new_id(now: float | None = None) -> str:
+    """A UUIDv7 string: unique, and sorted by creation time within a process."""
+    global _last_ms, _last_rand
+    ms = int((time.time() if now is None else now) * 1000)
+    with _id_lock:
+        if ms <= _last_ms:
+            ms = _last_ms
+            _last_rand += 1
+            rand = _last_rand
+        else:
+            rand = int.from_bytes(os.urandom(9), "big") >> 2  # 70 bits, room to count up
+        _last_ms, _last_rand = ms, rand
+    return _uuid7(ms, rand)

@@ -1,0 +1,358 @@
+"""Documents, Firestore-shaped: collections, references, queries and transactions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from oncefire import codec, paths
+from oncefire.clock import Clock, to_datetime
+from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, TransactionError
+from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
+from oncefire.outbox import emit
+from oncefire.query import Query, index_key
+
+if TYPE_CHECKING:
+    from oncefire.stores.base import DocumentTx, Store
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SERVER_TIMESTAMP: Any = _Sentinel("SERVER_TIMESTAMP")
+DELETE_FIELD: Any = _Sentinel("DELETE_FIELD")
+
+
+@dataclass(frozen=True, slots=True)
+class Increment:
+    """A field transform: add `amount` to the stored number (a missing field counts as 0)."""
+
+    amount: int | float
+
+
+def _transform(current: Any, value: Any, now: float) -> Any:
+    if value is SERVER_TIMESTAMP:
+        return to_datetime(now)
+    if isinstance(value, Increment):
+        base = current if isinstance(current, int | float) and not isinstance(current, bool) else 0
+        return base + value.amount
+    if isinstance(value, dict):
+        return {k: _resolve(v, now) for k, v in value.items()}
+    return value
+
+
+def _resolve(value: Any, now: float) -> Any:
+    if value is DELETE_FIELD:
+        raise InvalidDocumentError("DELETE_FIELD is allowed only in update() or set(merge=True).")
+    if isinstance(value, dict):
+        return {k: _resolve(v, now) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, now) for v in value]
+    return _transform(None, value, now)
+
+
+def _merge(current: dict[str, Any], data: dict[str, Any], now: float) -> dict[str, Any]:
+    out = dict(current)
+    for key, value in data.items():
+        if value is DELETE_FIELD:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value, now)
+        else:
+            out[key] = _transform(out.get(key), value, now)
+    return out
+
+
+def _update(current: dict[str, Any], fields: dict[str, Any], now: float) -> dict[str, Any]:
+    out = codec.loads(codec.dumps(current))
+    for field_path, value in fields.items():
+        parts = field_path.split(".")
+        if not all(parts):
+            raise InvalidDocumentError(f"Bad field path {field_path!r}: use names joined by dots.")
+        node = out
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        if value is DELETE_FIELD:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = _transform(node.get(parts[-1]), _resolve_nested(value, now), now)
+    return dict(out)
+
+
+def _resolve_nested(value: Any, now: float) -> Any:
+    return _resolve(value, now) if isinstance(value, dict | list) else value
+
+
+class Transaction:
+    """Reads and writes that commit together (or not at all), with their events."""
+
+    def __init__(self, db: Database, tx: DocumentTx) -> None:
+        self._db = db
+        self._tx = tx
+        self.is_open = True
+
+    def _check(self) -> DocumentTx:
+        if not self.is_open:
+            raise TransactionError("This transaction has ended: open a new one to write.")
+        return self._tx
+
+    def get(self, ref: DocumentReference) -> DocumentSnapshot:
+        """Read a document inside the transaction."""
+        return DocumentSnapshot.from_record(ref.path, self._check().get_document(ref.path))
+
+    def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
+        """Create or replace a document (merge=True merges fields into an existing one)."""
+        tx = self._check()
+        now = self._db.clock.now()
+        current = tx.get_document(ref.path)
+        if merge and current is not None:
+            new = _merge(current["data"], data, now)
+        else:
+            if not isinstance(data, dict):
+                raise InvalidDocumentError(
+                    f"Document data must be a dict of fields; got {type(data).__name__}."
+                )
+            new = _merge({}, data, now) if merge else _resolve(data, now)
+        self._write(tx, ref.path, current, new, now)
+
+    def create(self, ref: DocumentReference, data: dict[str, Any]) -> None:
+        """Create a document; fail if it exists."""
+        tx = self._check()
+        if tx.get_document(ref.path) is not None:
+            raise InvalidDocumentError(f"Document {ref.path!r} already exists.")
+        self.set(ref, data)
+
+    def update(self, ref: DocumentReference, fields: dict[str, Any]) -> None:
+        """Change fields of an existing document (dotted paths, transforms, DELETE_FIELD)."""
+        tx = self._check()
+        if not isinstance(fields, dict) or not fields:
+            raise InvalidDocumentError("update() takes a non-empty dict of field paths to values.")
+        current = tx.get_document(ref.path)
+        if current is None:
+            raise DocumentNotFoundError(
+                f"Cannot update {ref.path!r}: it does not exist. Use set() to create it."
+            )
+        now = self._db.clock.now()
+        self._write(tx, ref.path, current, _update(current["data"], fields, now), now)
+
+    def delete(self, ref: DocumentReference) -> None:
+        """Delete a document (deleting a missing one does nothing)."""
+        tx = self._check()
+        current = tx.get_document(ref.path)
+        if current is None:
+            return
+        tx.delete_document(ref.path)
+        self._emit(tx, EventType.DOCUMENT_DELETED, ref.path, current, None)
+
+    def claim(self, key: str, *, ttl: float = 7 * 86400) -> bool:
+        """Claim an idempotency key with this transaction's writes; False if already claimed."""
+        tx = self._check()
+        if not isinstance(key, str) or not key:
+            raise InvalidDocumentError("A claim key must be a non-empty string.")
+        now = self._db.clock.now()
+        is_new = tx.claim_key(key, now, now + ttl)
+        current = CURRENT_EVENT.get()
+        if not is_new and current is not None:
+            tx.record_dedupe(current.function, now)
+        return is_new
+
+    def _write(
+        self,
+        tx: DocumentTx,
+        path: str,
+        current: dict[str, Any] | None,
+        new: dict[str, Any],
+        now: float,
+    ) -> None:
+        data_json = codec.encode_document(new)
+        if current is not None and codec.dumps(current["data"]) == data_json:
+            return  # a no-op write changes nothing and emits no event
+        collection = paths.parent_of(path)
+        created = current["create_time"] if current else now
+        tx.put_document(path, collection, data_json, created, now)
+        fields = tx.index_fields(collection)
+        if fields:
+            tx.set_index_entries(path, collection, _index_entries(new, fields))
+        after = {"data": codec.loads(data_json), "create_time": created, "update_time": now}
+        kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
+        self._emit(tx, kind, path, current, after)
+
+    def _emit(
+        self,
+        tx: DocumentTx,
+        kind: str,
+        path: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> None:
+        emit(
+            tx,
+            event_type=kind,
+            source=path,
+            data={"before": before, "after": after},
+            now=self._db.clock.now(),
+        )
+
+
+def _index_entries(data: dict[str, Any], fields: list[str]) -> dict[str, str]:
+    entries = {}
+    for name in fields:
+        value = DocumentSnapshot("x/x", True, data).get(name, _MISSING)
+        if value is not _MISSING:
+            entries[name] = index_key(value)
+    return entries
+
+
+_MISSING = object()
+
+
+class DocumentReference:
+    """A handle to one document path; reads and writes go to the store at once."""
+
+    def __init__(self, db: Database, path: str) -> None:
+        self._db = db
+        self.path = paths.document_path(path)
+
+    @property
+    def id(self) -> str:
+        """The document's id."""
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> CollectionReference:
+        """The collection that holds this document."""
+        return CollectionReference(self._db, paths.parent_of(self.path))
+
+    def collection(self, name: str) -> CollectionReference:
+        """A sub-collection of this document."""
+        return CollectionReference(self._db, f"{self.path}/{paths.check_id(name, 'collection id')}")
+
+    def get(self) -> DocumentSnapshot:
+        """The document now (exists=False if missing)."""
+        with self._db.reading() as tx:
+            return DocumentSnapshot.from_record(self.path, tx.get_document(self.path))
+
+    def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
+        """Create or replace the document, with its events, in one transaction."""
+        with self._db.transaction() as tx:
+            tx.set(self, data, merge=merge)
+
+    def create(self, data: dict[str, Any]) -> None:
+        """Create the document; fail if it exists."""
+        with self._db.transaction() as tx:
+            tx.create(self, data)
+
+    def update(self, fields: dict[str, Any]) -> None:
+        """Change fields of the existing document."""
+        with self._db.transaction() as tx:
+            tx.update(self, fields)
+
+    def delete(self) -> None:
+        """Delete the document."""
+        with self._db.transaction() as tx:
+            tx.delete(self)
+
+    def __repr__(self) -> str:
+        return f"DocumentReference({self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DocumentReference) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+
+class CollectionReference(Query):
+    """A collection: make references, add documents, query."""
+
+    def __init__(self, db: Database, path: str) -> None:
+        super().__init__(db, paths.collection_path(path))
+
+    @property
+    def id(self) -> str:
+        """The collection's id."""
+        return self.path.rsplit("/", 1)[-1]
+
+    def document(self, doc_id: str | None = None) -> DocumentReference:
+        """A reference to a document of this collection (a new id when none is given)."""
+        if doc_id is None:
+            doc_id = codec.new_id(self._db.clock.now()).replace("-", "")
+        return DocumentReference(self._db, f"{self.path}/{paths.check_id(doc_id, 'document id')}")
+
+    def add(self, data: dict[str, Any]) -> DocumentReference:
+        """Create a document with a generated id; return its reference."""
+        ref = self.document()
+        ref.create(data)
+        return ref
+
+    def index(self, field: str) -> None:
+        """Keep an index of a field, so equality queries on it do not scan the collection."""
+        with self._db.reading() as tx:
+            docs = list(tx.list_documents(self.path))
+        self._db.store.declare_index(self.path, field, _index_entries_by_path(docs, field))
+
+
+def _index_entries_by_path(docs: list[tuple[str, dict[str, Any]]], field: str) -> dict[str, str]:
+    return {
+        path: key for path, rec in docs for key in _index_entries(rec["data"], [field]).values()
+    }
+
+
+class Database:
+    """The document store of an App: `app.db`."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._local = threading.local()
+
+    def collection(self, path: str) -> CollectionReference:
+        """A collection by path ('orders' or 'orders/o1/items')."""
+        return CollectionReference(self, path)
+
+    def document(self, path: str) -> DocumentReference:
+        """A document by path ('orders/o1')."""
+        return DocumentReference(self, path)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Serializable read-write transaction: commits on exit, rolls back on an exception.
+
+        A write made through a reference inside the block joins the transaction.
+        """
+        active: Transaction | None = getattr(self._local, "tx", None)
+        if active is not None:
+            yield active
+            return
+        with self.store.transaction() as raw:
+            tx = self._local.tx = Transaction(self, raw)
+            try:
+                yield tx
+            finally:
+                tx.is_open = False
+                self._local.tx = None
+
+    @contextmanager
+    def reading(self) -> Iterator[DocumentTx]:
+        """The open transaction of this thread if any, else a read snapshot."""
+        active: Transaction | None = getattr(self._local, "tx", None)
+        if active is not None:
+            yield active._check()
+            return
+        with self.store.read() as raw:
+            yield raw
+
+    def run_transaction(self, body: Callable[[Transaction], Any]) -> Any:
+        """Run body(tx) in a transaction and return what it returns."""
+        with self.transaction() as tx:
+            return body(tx)

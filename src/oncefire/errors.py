@@ -1,0 +1,90 @@
+"""Every exception oncefire raises, under one base class."""
+
+from __future__ import annotations
+
+
+class OncefireError(Exception):
+    """Base class of every error oncefire raises."""
+
+
+class InvalidPathError(OncefireError, ValueError):
+    """A document or collection path, or an id inside one, is malformed."""
+
+
+class InvalidPatternError(OncefireError, ValueError):
+    """A trigger's path pattern has a malformed wildcard or the wrong depth."""
+
+
+class InvalidDocumentError(OncefireError, ValueError):
+    """Document data cannot be stored: not JSON, or too large."""
+
+
+class DocumentTooLargeError(InvalidDocumentError):
+    """A document's JSON encoding is over the 1 MiB limit."""
+
+
+class DocumentNotFoundError(OncefireError, LookupError):
+    """An update named a document that does not exist."""
+
+
+class DeadLetterNotFoundError(OncefireError, LookupError):
+    """No dead letter has that id (it was replayed, dismissed or never existed)."""
+
+
+class ReplayError(OncefireError):
+    """A dead letter cannot be replayed (its payload was truncated)."""
+
+
+class ConfigError(OncefireError, ValueError):
+    """A setting, trigger option or store URL is invalid."""
+
+
+class StoreError(OncefireError):
+    """The store failed; the driver's error is chained as the cause."""
+
+
+class SchemaVersionError(StoreError):
+    """The store's schema is newer than this oncefire understands."""
+
+
+class MissingDependencyError(OncefireError, ImportError):
+    """An optional dependency is not installed; the message says what to install."""
+
+
+class TransactionError(OncefireError):
+    """A document transaction was used wrongly (after commit, or nested)."""
+
+
+class FunctionError(OncefireError):
+    """Control-flow errors a function raises to steer its own delivery."""
+
+
+class Retry(FunctionError):
+    """Raised by a function to ask for its next attempt after `delay` seconds."""
+
+    def __init__(self, delay: float | None = None, reason: str = "") -> None:
+        if delay is not None and delay < 0:
+            raise ConfigError(f"Retry(delay={delay}) must not be negative.")
+        self.delay = delay
+        super().__init__(
+            reason or (f"retry requested in {delay} s" if delay else "retry requested")
+        )
+
+
+class PermanentError(FunctionError):
+    """Raised by a function to park its delivery as a dead letter at once, never retried."""
+
+
+class PayloadMismatchError(PermanentError):
+    """An idempotency key was reused with a different payload."""
+
+
+PayloadMismatch = PayloadMismatchError
+
+
+class ClaimHeldError(OncefireError):
+    """An idempotency key is held by a live lease elsewhere; the attempt is retried later."""
+
+    def __init__(self, message: str, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay

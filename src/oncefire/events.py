@@ -1,0 +1,164 @@
+"""Events and what a function receives: snapshots, changes, topic messages."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from oncefire.clock import to_datetime
+
+
+class EventType(StrEnum):
+    """What happened."""
+
+    DOCUMENT_CREATED = "document.created"
+    DOCUMENT_UPDATED = "document.updated"
+    DOCUMENT_DELETED = "document.deleted"
+    MESSAGE_PUBLISHED = "message.published"
+    SCHEDULE_TICK = "schedule.tick"
+
+
+DOCUMENT_TYPES = frozenset(
+    {EventType.DOCUMENT_CREATED, EventType.DOCUMENT_UPDATED, EventType.DOCUMENT_DELETED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the store keeps it: immutable, with its JSON payload decoded."""
+
+    id: str
+    type: str
+    source: str
+    time: float
+    data: dict[str, Any]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentSnapshot:
+    """A document as it was at one moment; `exists` is False for a missing document."""
+
+    path: str
+    exists: bool
+    _data: dict[str, Any] | None = field(default=None, repr=False)
+    create_time: datetime | None = None
+    update_time: datetime | None = None
+
+    @property
+    def id(self) -> str:
+        """The document's id (the last path segment)."""
+        return self.path.rsplit("/", 1)[-1]
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """A copy of the fields, or None when the document does not exist."""
+        return None if self._data is None else _deep_copy(self._data)
+
+    def get(self, field_path: str, default: Any = None) -> Any:
+        """A field by dotted path ('a.b'), or default."""
+        value: Any = self._data
+        for part in field_path.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return default
+            value = value[part]
+        return _deep_copy(value)
+
+    @classmethod
+    def from_record(cls, path: str, record: dict[str, Any] | None) -> DocumentSnapshot:
+        """A snapshot from the stored form {'data', 'create_time', 'update_time'} or None."""
+        if record is None:
+            return cls(path, False)
+        return cls(
+            path,
+            True,
+            record["data"],
+            to_datetime(record["create_time"]),
+            to_datetime(record["update_time"]),
+        )
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A document before and after a write (either may not exist)."""
+
+    before: DocumentSnapshot
+    after: DocumentSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message published on a topic."""
+
+    id: str
+    topic: str
+    data: Any
+    attributes: dict[str, str]
+    publish_time: datetime
+
+    @property
+    def json(self) -> Any:
+        """The message body (an alias, as Firebase users expect)."""
+        return self.data
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What a function receives: the event, its payload view, and this attempt's number."""
+
+    id: str
+    type: str
+    source: str
+    time: datetime
+    data: Any
+    params: dict[str, str]
+    attempt: int
+    size: int
+    function: str
+    raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The stored JSON payload (what idempotency hashes and dead letters show)."""
+        return self.raw
+
+
+def view_of(event: StoredEvent, *, as_change: bool = False) -> Any:
+    """What `event.data` is for a function: snapshot, change, message or tick payload."""
+    data = event.data
+    if event.type in DOCUMENT_TYPES:
+        before = DocumentSnapshot.from_record(event.source, data.get("before"))
+        after = DocumentSnapshot.from_record(event.source, data.get("after"))
+        if as_change:
+            return Change(before, after)
+        if event.type == EventType.DOCUMENT_CREATED:
+            return after
+        if event.type == EventType.DOCUMENT_DELETED:
+            return before
+        return Change(before, after)
+    if event.type == EventType.MESSAGE_PUBLISHED:
+        return Message(
+            event.id,
+            event.source,
+            data.get("data"),
+            dict(data.get("attributes") or {}),
+            to_datetime(event.time),
+        )
+    return data
+
+
+CURRENT_EVENT: ContextVar[Event | None] = ContextVar("oncefire_current_event", default=None)
+"""The event of the attempt running in this context (None outside a function)."""
+
+CURRENT_APP: ContextVar[Any] = ContextVar("oncefire_current_app", default=None)
+"""The App running the attempt in this context (for helpers such as @idempotent)."""

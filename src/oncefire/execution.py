@@ -1,0 +1,195 @@
+"""One attempt: build the event a function sees, run it, classify how it ended, record it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from oncefire import codec
+from oncefire.clock import to_datetime
+from oncefire.errors import ClaimHeldError, PermanentError, Retry
+from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event, view_of
+from oncefire.retry import Outcome, decide
+from oncefire.stores.base import AttemptResult, Claimed
+
+if TYPE_CHECKING:
+    from oncefire.app import App
+    from oncefire.triggers import Trigger
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 4000
+TRUNCATED_PAYLOAD_CHARS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a function call ended, before the retry rules are applied."""
+
+    outcome: Outcome
+    error: str | None = None
+    requested_delay: float | None = None
+
+
+def describe(exc: BaseException) -> str:
+    """The error text of an attempt: type, message and the end of the traceback, capped."""
+    head = f"{type(exc).__name__}: {exc}"
+    tail = "".join(traceback.format_exception(exc)[-6:])
+    text = head if not tail else f"{head}\n{tail}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+def build_event(trigger: Trigger, claimed: Claimed) -> Event:
+    """The Event object a function receives for a claimed delivery."""
+    stored = claimed.event
+    return Event(
+        id=stored.id,
+        type=stored.type,
+        source=stored.source,
+        time=to_datetime(stored.time),
+        data=view_of(stored, as_change=trigger.is_change),
+        params=trigger.matches(stored.type, stored.source) or {},
+        attempt=claimed.attempt,
+        size=stored.size,
+        function=trigger.name,
+        raw=stored.data,
+    )
+
+
+def classify(trigger: Trigger, exc: BaseException) -> Ending:
+    """Map an exception raised by a function to an attempt outcome."""
+    if isinstance(exc, Retry):
+        return Ending(Outcome.FAILED, describe(exc), exc.delay)
+    if isinstance(exc, (PermanentError, *trigger.options.permanent_errors)):
+        return Ending(Outcome.PERMANENT, describe(exc))
+    if isinstance(exc, ClaimHeldError):
+        return Ending(Outcome.FAILED, describe(exc), exc.delay)
+    return Ending(Outcome.FAILED, describe(exc))
+
+
+def call(app: App, trigger: Trigger, event: Event) -> Ending:
+    """Run the function once in this thread; async functions get their own loop and timeout."""
+    token = CURRENT_EVENT.set(event)
+    app_token = CURRENT_APP.set(app)
+    try:
+        if trigger.is_async:
+            asyncio.run(_call_async(trigger, event))
+        else:
+            trigger.fn(event)
+    except TimeoutError as exc:
+        if trigger.is_async and str(exc) == "oncefire-timeout":
+            return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
+        return classify(trigger, exc)
+    except BaseException as exc:
+        return classify(trigger, exc)
+    finally:
+        CURRENT_EVENT.reset(token)
+        CURRENT_APP.reset(app_token)
+    return Ending(Outcome.SUCCEEDED)
+
+
+async def _call_async(trigger: Trigger, event: Event) -> Any:
+    try:
+        return await asyncio.wait_for(trigger.fn(event), trigger.options.timeout)
+    except TimeoutError as exc:
+        # Distinguish our timeout (the task was cancelled) from one the function raised.
+        if exc.__context__ is not None and isinstance(exc.__context__, asyncio.CancelledError):
+            raise TimeoutError("oncefire-timeout") from None
+        raise
+
+
+def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
+    """Why a delivery is too old to run (max_event_age), or None."""
+    limit = trigger.options.max_event_age
+    age = claimed.started_at - claimed.event.time
+    if limit is not None and age > limit:
+        return (
+            f"event expired: {age:.1f} s old at attempt {claimed.attempt}, max_event_age {limit} s"
+        )
+    return None
+
+
+def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
+    """Apply the retry rules to an ending and record it; False if the lease was lost."""
+    now = app.clock.now()
+    policy = trigger.options.retry_policy
+    decision = decide(
+        ending.outcome,
+        attempt=claimed.attempt,
+        now=now,
+        policy=policy,
+        is_retry_enabled=trigger.options.retry,
+        error=ending.error,
+        requested_delay=ending.requested_delay,
+        is_oversized=claimed.event.size > app.settings.max_payload_bytes,
+    )
+    result = AttemptResult(ending.outcome, now, ending.error)
+    lease = claimed.lease
+    if decision.state == "succeeded":
+        is_recorded = app.store.complete(lease, result)
+    elif decision.state == "pending":
+        assert decision.run_at is not None
+        is_recorded = app.store.retry(lease, result, decision.run_at)
+    elif trigger.dead_letter_topic is not None and not decision.truncate:
+        is_recorded = app.forward(trigger, claimed, lease, result)
+    else:
+        truncated = None
+        if decision.truncate:
+            text = codec.dumps(claimed.event.data)
+            truncated = codec.dumps(
+                {"truncated": text[:TRUNCATED_PAYLOAD_CHARS], "size": claimed.event.size}
+            )
+        is_recorded = app.store.bury(lease, result, decision.error, truncated)
+    extra = {"delivery_id": lease.delivery_id, "function": trigger.name}
+    if not is_recorded:
+        log.warning(
+            "%s attempt %d of event %s: lease lost, result discarded",
+            trigger.name,
+            claimed.attempt,
+            claimed.event.id,
+            extra=extra,
+        )
+    elif decision.state == "pending":
+        log.info(
+            "%s attempt %d of event %s %s: %s; next attempt in %.1f s",
+            trigger.name,
+            claimed.attempt,
+            claimed.event.id,
+            ending.outcome,
+            (ending.error or "").splitlines()[0],
+            (decision.run_at or now) - now,
+            extra=extra,
+        )
+    elif decision.state == "dead":
+        log.warning(
+            "%s attempt %d of event %s %s: %s; dead letter",
+            trigger.name,
+            claimed.attempt,
+            claimed.event.id,
+            ending.outcome,
+            (decision.error or "").splitlines()[0],
+            extra=extra,
+        )
+    else:
+        log.info(
+            "%s attempt %d of event %s succeeded",
+            trigger.name,
+            claimed.attempt,
+            claimed.event.id,
+            extra=extra,
+        )
+    return is_recorded
+
+
+def run(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
+    """Run one claimed delivery to its end and record it (expiry checked first)."""
+    expired = expiry_error(trigger, claimed)
+    if expired is not None:
+        ending = Ending(Outcome.EXPIRED, expired)
+    else:
+        ending = call(app, trigger, build_event(trigger, claimed))
+    record(app, trigger, claimed, ending)
+    return ending

@@ -1,0 +1,112 @@
+"""Document and collection paths, ids, and trigger path patterns with {wildcards}."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from oncefire.errors import InvalidPathError, InvalidPatternError
+
+MAX_ID_BYTES = 1500
+_WILDCARD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def check_id(segment: str, what: str = "id") -> str:
+    """Return a valid document or collection id, or raise InvalidPathError."""
+    if not isinstance(segment, str) or not segment:
+        raise InvalidPathError(f"A {what} must be a non-empty string; got {segment!r}.")
+    if "/" in segment:
+        raise InvalidPathError(f"The {what} {segment!r} contains '/': ids cannot contain slashes.")
+    if segment in (".", ".."):
+        raise InvalidPathError(f"The {what} {segment!r} is reserved: choose another id.")
+    if len(segment.encode()) > MAX_ID_BYTES:
+        raise InvalidPathError(f"A {what} must be at most {MAX_ID_BYTES} bytes of UTF-8.")
+    return segment
+
+
+def split(path: str) -> list[str]:
+    """The checked segments of a slash-separated path."""
+    if not isinstance(path, str) or not path.strip("/"):
+        raise InvalidPathError(f"A path must be a non-empty string; got {path!r}.")
+    return [check_id(part, "path segment") for part in path.strip("/").split("/")]
+
+
+def document_path(path: str) -> str:
+    """A valid document path (collection/id[/collection/id...]), normalised."""
+    parts = split(path)
+    if len(parts) % 2:
+        raise InvalidPathError(
+            f"{path!r} names a collection, not a document: a document path has an even "
+            "number of segments, like 'orders/o1'."
+        )
+    return "/".join(parts)
+
+
+def collection_path(path: str) -> str:
+    """A valid collection path (collection[/id/collection...]), normalised."""
+    parts = split(path)
+    if len(parts) % 2 == 0:
+        raise InvalidPathError(
+            f"{path!r} names a document, not a collection: a collection path has an odd "
+            "number of segments, like 'orders' or 'orders/o1/items'."
+        )
+    return "/".join(parts)
+
+
+def parent_of(doc_path: str) -> str:
+    """The collection path that holds a document."""
+    return doc_path.rsplit("/", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A document path pattern such as 'orders/{orderId}/items/{itemId}'."""
+
+    text: str
+    segments: tuple[str, ...]
+    wildcards: tuple[str | None, ...]
+
+    @classmethod
+    def parse(cls, text: str, *, depth: str = "document") -> Pattern:
+        """Parse a pattern; depth is 'document' (even segments) or 'any'."""
+        if not isinstance(text, str) or not text.strip("/"):
+            raise InvalidPatternError(f"A path pattern must be a non-empty string; got {text!r}.")
+        segments = tuple(text.strip("/").split("/"))
+        names: list[str | None] = []
+        for segment in segments:
+            match = _WILDCARD.match(segment)
+            if match:
+                names.append(match.group(1))
+            elif "{" in segment or "}" in segment:
+                raise InvalidPatternError(
+                    f"Bad wildcard {segment!r} in {text!r}: a wildcard is a whole segment "
+                    "like {orderId}, made of letters, digits and underscores."
+                )
+            else:
+                try:
+                    check_id(segment, "pattern segment")
+                except InvalidPathError as exc:
+                    raise InvalidPatternError(f"Bad pattern {text!r}: {exc}") from exc
+                names.append(None)
+        bound = [n for n in names if n]
+        if len(bound) != len(set(bound)):
+            raise InvalidPatternError(f"Pattern {text!r} uses the same wildcard name twice.")
+        if depth == "document" and len(segments) % 2:
+            raise InvalidPatternError(
+                f"Pattern {text!r} names a collection: a document pattern has an even number "
+                "of segments, like 'orders/{orderId}'."
+            )
+        return cls("/".join(segments), segments, tuple(names))
+
+    def match(self, path: str) -> dict[str, str] | None:
+        """The wildcard values if path matches this pattern, else None."""
+        parts = path.split("/")
+        if len(parts) != len(self.segments):
+            return None
+        params: dict[str, str] = {}
+        for part, literal, name in zip(parts, self.segments, self.wildcards, strict=True):
+            if name is not None:
+                params[name] = part
+            elif part != literal:
+                return None
+        return params

@@ -1,0 +1,91 @@
+"""The retry rules: given how an attempt ended, what happens to its delivery next."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+
+from oncefire.errors import ConfigError
+
+PAYLOAD_TOO_LARGE = "payload too large for retry queue"
+
+
+class Outcome(StrEnum):
+    """How one attempt ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    EXPIRED = "expired"
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded exponential backoff: attempt 1 at once, then first_delay * multiplier**(n-1)."""
+
+    max_attempts: int = 6
+    first_delay: float = 60.0
+    multiplier: float = 2.0
+    max_delay: float = 3600.0
+    jitter: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError("RetryPolicy.max_attempts must be at least 1.")
+        if self.first_delay < 0 or self.max_delay < 0:
+            raise ConfigError("RetryPolicy delays must not be negative.")
+        if self.multiplier < 1:
+            raise ConfigError("RetryPolicy.multiplier must be at least 1.")
+        if not 0 <= self.jitter <= 1:
+            raise ConfigError("RetryPolicy.jitter is a fraction between 0 and 1.")
+
+    def delay_after(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (counting from 1)."""
+        delay = min(self.first_delay * self.multiplier ** (attempt - 1), self.max_delay)
+        if self.jitter:
+            delay *= 1 + random.uniform(-self.jitter, self.jitter)
+        return max(delay, 0.0)
+
+    def window(self) -> float:
+        """Longest time from the first attempt to the last (without jitter or timeouts)."""
+        return sum(
+            min(self.first_delay * self.multiplier ** (n - 1), self.max_delay)
+            for n in range(1, self.max_attempts)
+        ) * (1 + self.jitter)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The next state of a delivery: succeeded, pending again at run_at, or dead."""
+
+    state: str
+    run_at: float | None = None
+    error: str | None = None
+    truncate: bool = False
+
+
+def decide(
+    outcome: Outcome,
+    *,
+    attempt: int,
+    now: float,
+    policy: RetryPolicy,
+    is_retry_enabled: bool,
+    error: str | None = None,
+    requested_delay: float | None = None,
+    is_oversized: bool = False,
+) -> Decision:
+    """Apply the retry rules to one finished attempt."""
+    if outcome is Outcome.SUCCEEDED:
+        return Decision("succeeded")
+    if outcome in (Outcome.PERMANENT, Outcome.EXPIRED):
+        return Decision("dead", error=error)
+    if is_oversized:
+        return Decision("dead", error=f"{PAYLOAD_TOO_LARGE}: {error}", truncate=True)
+    if not is_retry_enabled or attempt >= policy.max_attempts:
+        return Decision("dead", error=error)
+    delay = policy.delay_after(attempt) if requested_delay is None else requested_delay
+    return Decision("pending", run_at=now + delay, error=error)

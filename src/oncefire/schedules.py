@@ -1,0 +1,83 @@
+"""Schedules: 'every N minutes' or a 5-field cron string, and their next tick."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from oncefire.errors import ConfigError
+
+_EVERY = re.compile(r"^every\s+(\d+)\s+(second|minute|hour|day)s?$")
+_UNIT = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
+
+
+def _field(text: str, low: int, high: int, spec: str) -> frozenset[int]:
+    values: set[int] = set()
+    for part in text.split(","):
+        body, _, step_text = part.partition("/")
+        step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else None
+        if step_text and step is None:
+            raise ConfigError(f"Bad step in cron field {part!r} of {spec!r}.")
+        if body == "*":
+            first, last = low, high
+        elif re.fullmatch(r"\d+-\d+", body):
+            first, last = (int(x) for x in body.split("-"))
+        elif body.isdigit():
+            first = last = int(body)
+            if step:
+                last = high
+        else:
+            raise ConfigError(f"Bad cron field {part!r} in {spec!r}: use *, N, N-M, */S or lists.")
+        if not low <= first <= last <= high:
+            raise ConfigError(f"Cron field {part!r} of {spec!r} is outside {low}-{high}.")
+        values.update(range(first, last + 1, step or 1))
+    return frozenset(values)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When a scheduled function runs: a fixed interval or a cron expression (UTC)."""
+
+    spec: str
+    interval: float | None
+    cron: tuple[frozenset[int], ...] | None
+
+    @classmethod
+    def parse(cls, spec: str) -> Schedule:
+        """Parse 'every 5 minutes' or 'M H DOM MON DOW'."""
+        text = spec.strip().lower()
+        match = _EVERY.match(text)
+        if match:
+            seconds = int(match.group(1)) * _UNIT[match.group(2)]
+            if seconds <= 0:
+                raise ConfigError(f"Schedule {spec!r} must have a positive interval.")
+            return cls(spec, float(seconds), None)
+        parts = text.split()
+        if len(parts) != 5:
+            raise ConfigError(
+                f"Bad schedule {spec!r}: use 'every N minutes' (seconds, hours, days) or a "
+                "5-field cron string like '*/5 * * * *'."
+            )
+        fields = tuple(_field(p, lo, hi, spec) for p, (lo, hi) in zip(parts, _RANGES, strict=True))
+        return cls(spec, None, fields)
+
+    def next_after(self, now: float) -> float:
+        """The first tick strictly after `now` (seconds since the epoch)."""
+        if self.interval is not None:
+            return (now // self.interval + 1) * self.interval
+        assert self.cron is not None
+        minutes, hours, days, months, weekdays = self.cron
+        moment = datetime.fromtimestamp(now, tz=UTC).replace(second=0, microsecond=0)
+        for _ in range(366 * 24 * 60):
+            moment += timedelta(minutes=1)
+            if (
+                moment.minute in minutes
+                and moment.hour in hours
+                and moment.day in days
+                and moment.month in months
+                and (moment.weekday() + 1) % 7 in weekdays
+            ):
+                return moment.timestamp()
+        raise ConfigError(f"Schedule {self.spec!r} never fires.")

@@ -1,0 +1,71 @@
+"""Runtime settings: one frozen dataclass; argument > ONCEFIRE_* environment variable > default."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from oncefire.errors import ConfigError
+
+DEFAULT_STORE = "sqlite:///oncefire.db"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How the runtime behaves; every duration is in seconds."""
+
+    store: str = DEFAULT_STORE
+    """Store URL: sqlite:///path, sqlite://:memory: or postgresql://..."""
+    lease: float = 30.0
+    """How long a claimed delivery belongs to its worker without a renewal."""
+    renew_every: float = 10.0
+    """How often a worker renews the leases it holds."""
+    sweep_every: float = 5.0
+    """How often a worker looks for deliveries whose lease ran out."""
+    poll_interval: float = 0.1
+    """Longest an idle worker waits before looking for due deliveries again."""
+    retry_sweep: float = 30.0
+    """Longest an idle worker sleeps before it looks for due retries (with notifications on)."""
+    shutdown_grace: float = 30.0
+    """How long SIGTERM waits for in-flight attempts before handing them back."""
+    concurrency: int = 8
+    """Attempts one worker process runs at once."""
+    batch_size: int = 32
+    """Most deliveries a worker claims in one statement."""
+    max_payload_bytes: int = 512 * 1024
+    """Events larger than this get one attempt; a failure parks them with a truncated payload."""
+    sqlite_synchronous: str = "FULL"
+    """FULL (a commit survives power loss) or NORMAL (faster; may lose the last commits)."""
+
+    def __post_init__(self) -> None:
+        for name in ("lease", "renew_every", "sweep_every", "poll_interval", "retry_sweep"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"Setting {name} must be a positive number of seconds.")
+        if self.renew_every >= self.lease:
+            raise ConfigError("Setting renew_every must be shorter than lease.")
+        if self.concurrency < 1 or self.batch_size < 1:
+            raise ConfigError("Settings concurrency and batch_size must be at least 1.")
+        if self.sqlite_synchronous.upper() not in ("FULL", "NORMAL"):
+            raise ConfigError("Setting sqlite_synchronous must be FULL or NORMAL.")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """Defaults, then ONCEFIRE_<NAME> variables, then the given overrides (None is ignored)."""
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            raw = os.environ.get(f"ONCEFIRE_{field.name.upper()}")
+            if raw is None:
+                continue
+            kind = type(getattr(cls(), field.name))
+            try:
+                values[field.name] = kind(raw)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"ONCEFIRE_{field.name.upper()}={raw!r} is not a valid {kind.__name__}."
+                ) from exc
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigError(f"Unknown setting(s): {', '.join(sorted(unknown))}.")
+        return replace(cls(), **values)

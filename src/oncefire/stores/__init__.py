@@ -1,0 +1,24 @@
+"""Stores: where oncefire records documents, events, deliveries and attempts."""
+
+from __future__ import annotations
+
+from oncefire.errors import ConfigError
+from oncefire.settings import Settings
+from oncefire.stores.base import Store
+
+
+def open_store(settings: Settings) -> Store:
+    """The store named by settings.store (sqlite:///..., sqlite://:memory:, postgresql://...)."""
+    url = settings.store
+    if url.startswith("sqlite:"):
+        from oncefire.stores.sqlite import SqliteStore
+
+        return SqliteStore(url, synchronous=settings.sqlite_synchronous)
+    if url.startswith(("postgresql:", "postgres:")):
+        from oncefire.stores.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ConfigError(
+        f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
+        "postgresql://user@host/db."
+    )

@@ -1,0 +1,715 @@
+"""The embedded store: one SQLite file in WAL mode, BEGIN IMMEDIATE for every write."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from oncefire import codec
+from oncefire.errors import ConfigError, SchemaVersionError, StoreError
+from oncefire.events import StoredEvent
+from oncefire.stores import migrations
+from oncefire.stores.base import (
+    AttemptResult,
+    Claimed,
+    DeadLetterFilter,
+    DeadLetterRow,
+    FunctionCounts,
+    FunctionRecord,
+    IdempotencyRecord,
+    Lease,
+)
+
+BUSY_TIMEOUT_MS = 30_000
+WAL_POLL = 0.002  # seconds between looks at the WAL file while idle
+_DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
+    COALESCE(d.dead_payload, e.data), d.truncated"""
+
+
+def _stat(path: str) -> tuple[int, int, int]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+class SqliteTx:
+    """Document and outbox operations inside one SQLite transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get_document(self, path: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = ?", (path,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {"data": codec.loads(row[0]), "create_time": row[1], "update_time": row[2]}
+
+    def put_document(
+        self, path: str, collection: str, data_json: str, create_time: float, update_time: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET data = excluded.data,"
+            " update_time = excluded.update_time",
+            (path, collection, data_json, create_time, update_time),
+        )
+
+    def delete_document(self, path: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_documents WHERE path = ?", (path,))
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
+
+    def list_documents(
+        self, collection: str, equals: tuple[str, str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        if equals is None:
+            cursor = self.conn.execute(
+                "SELECT path, data, create_time, update_time FROM oncefire_documents"
+                " WHERE collection = ? ORDER BY path",
+                (collection,),
+            )
+        else:
+            cursor = self.conn.execute(
+                "SELECT d.path, d.data, d.create_time, d.update_time FROM oncefire_index_entries i"
+                " JOIN oncefire_documents d ON d.path = i.path"
+                " WHERE i.collection = ? AND i.field = ? AND i.value = ? ORDER BY d.path",
+                (collection, *equals),
+            )
+        for path, data, created, updated in cursor:
+            yield path, {"data": codec.loads(data), "create_time": created, "update_time": updated}
+
+    def index_fields(self, collection: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT field FROM oncefire_index_fields WHERE collection = ?", (collection,)
+        )
+        return [r[0] for r in rows]
+
+    def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
+        self.conn.executemany(
+            "INSERT INTO oncefire_index_entries (collection, field, value, path)"
+            " VALUES (?, ?, ?, ?)",
+            [(collection, f, v, path) for f, v in entries.items()],
+        )
+
+    def functions(self) -> list[FunctionRecord]:
+        rows = self.conn.execute(
+            "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
+        )
+        return [FunctionRecord(r[0], r[1], r[2], tuple(r[3].split(",")), r[4]) for r in rows]
+
+    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_events (id, type, source, time, data, size)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (event.id, event.type, event.source, event.time, codec.dumps(event.data), event.size),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self.conn.executemany(
+            "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
+            " VALUES (?, ?, 'pending', ?, ?)",
+            [(event.id, name, run_at, event.time) for name in functions],
+        )
+        return True
+
+    def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
+        """New pending deliveries of an existing event (a redelivery); their ids."""
+        ids = []
+        for name in functions:
+            cursor = self.conn.execute(
+                "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
+                " VALUES (?, ?, 'pending', ?, ?)",
+                (event_id, name, run_at, run_at),
+            )
+            ids.append(int(cursor.lastrowid or 0))
+        return ids
+
+    def claim_key(self, key: str, now: float, expires_at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_claims (key, created_at, expires_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,"
+            " expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= ?",
+            (key, now, expires_at, now),
+        )
+        return cursor.rowcount == 1
+
+    def record_dedupe(self, function: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (?, ?)", (function, now)
+        )
+
+    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
+        row = self.conn.execute(
+            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
+            " FROM oncefire_idempotency WHERE key = ?",
+            (key,),
+        ).fetchone()
+        return None if row is None else IdempotencyRecord(*row)
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO oncefire_idempotency (key, function, status, token,"
+            " payload_hash, lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.key,
+                record.function,
+                record.status,
+                record.token,
+                record.payload_hash,
+                record.lease_until,
+                record.expires_at,
+                record.result_json,
+            ),
+        )
+
+    def delete_idempotency(self, key: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = ?", (key,))
+
+
+class SqliteStore:
+    """oncefire's state in one SQLite file (or in memory, for scripts)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
+        self.url = url
+        # sqlite:///relative.db, sqlite:////absolute.db, sqlite://:memory:
+        self.is_memory = url in ("sqlite://:memory:", "sqlite:///:memory:", "sqlite://")
+        self.path = "" if self.is_memory else url.removeprefix("sqlite:///")
+        if not self.is_memory and (not url.startswith("sqlite:///") or not self.path):
+            raise ConfigError(
+                f"Bad SQLite store URL {url!r}: use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or sqlite://:memory:."
+            )
+        self.synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._shared: sqlite3.Connection | None = None
+        self._shared_lock = threading.RLock()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self.migrate()
+
+    # -- connections -------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                ":memory:" if self.is_memory else self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not self.is_memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: an acknowledged commit survives power loss; NORMAL is an explicit opt-in.
+            conn.execute(
+                f"PRAGMA synchronous = {'FULL' if self.synchronous == 'FULL' else 'NORMAL'}"
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"Cannot open the SQLite store at {self.path!r}: {exc}.") from exc
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        if self.is_memory:
+            with self._shared_lock:
+                if self._shared is None:
+                    self._shared = self._connect()
+                yield self._shared
+            return
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        yield conn
+
+    @contextmanager
+    def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        with self._conn() as conn:
+            try:
+                conn.execute(f"BEGIN {mode}")
+            except sqlite3.Error as exc:
+                raise StoreError(f"The SQLite store is unavailable: {exc}.") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"Commit to the SQLite store failed: {exc}.") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqliteTx]:
+        try:
+            with self._tx() as conn:
+                yield SqliteTx(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"The SQLite store failed: {exc}.") from exc
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteTx]:
+        try:
+            with self._tx("DEFERRED") as conn:
+                yield SqliteTx(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"The SQLite store failed: {exc}.") from exc
+
+    def close(self) -> None:
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+        self._shared = None
+
+    # -- schema ------------------------------------------------------------------------
+
+    def migrate(self) -> int:
+        steps = migrations.load(self.dialect)
+        with self._tx() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS oncefire_schema (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM oncefire_schema").fetchone()
+            current = row[0] or 0
+            if current > steps[-1][0]:
+                raise SchemaVersionError(
+                    f"The store's schema is at {current} but this oncefire knows only "
+                    f"{steps[-1][0]}: upgrade oncefire."
+                )
+            for version, sql in steps:
+                if version > current:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
+                    current = version
+        return int(current)
+
+    # -- catalog -----------------------------------------------------------------------
+
+    def register_functions(self, records: Sequence[FunctionRecord]) -> None:
+        with self._tx() as conn:
+            conn.executemany(
+                "INSERT INTO oncefire_functions (name, kind, source, event_types, registered_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
+                " source = excluded.source, event_types = excluded.event_types",
+                [
+                    (r.name, r.kind, r.source, ",".join(r.event_types), r.registered_at)
+                    for r in records
+                ],
+            )
+
+    def declare_index(self, collection: str, field: str, entries: dict[str, str]) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO oncefire_index_fields (collection, field) VALUES (?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (collection, field),
+            )
+            conn.execute(
+                "DELETE FROM oncefire_index_entries WHERE collection = ? AND field = ?",
+                (collection, field),
+            )
+            conn.executemany(
+                "INSERT INTO oncefire_index_entries (collection, field, value, path)"
+                " VALUES (?, ?, ?, ?)",
+                [(collection, field, value, path) for path, value in entries.items()],
+            )
+
+    # -- deliveries --------------------------------------------------------------------
+
+    def _events(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, StoredEvent]:
+        rows = conn.execute(
+            "SELECT id, type, source, time, data, size FROM oncefire_events"
+            f" WHERE id IN ({_marks(ids)})",
+            list(ids),
+        )
+        return {r[0]: StoredEvent(r[0], r[1], r[2], r[3], codec.loads(r[4]), r[5]) for r in rows}
+
+    def claim(
+        self,
+        *,
+        worker: str,
+        now: float,
+        lease_until: float,
+        limit: int,
+        functions: Sequence[str],
+        caps: dict[str, int],
+        delivery_ids: Sequence[int] | None = None,
+    ) -> list[Claimed]:
+        if not functions:
+            return []
+        with self._tx() as conn:
+            query = (
+                "SELECT id, function, attempt, event_id FROM oncefire_deliveries"
+                f" WHERE state = 'pending' AND run_at <= ? AND function IN ({_marks(functions)})"
+            )
+            args: list[Any] = [now, *functions]
+            if delivery_ids is not None:
+                query += f" AND id IN ({_marks(delivery_ids)})"
+                args += list(delivery_ids)
+            query += " ORDER BY run_at, id LIMIT ?"
+            args.append(limit * 4 if caps else limit)
+            candidates = conn.execute(query, args).fetchall()
+            room = self._room(conn, caps, now)
+            chosen: list[tuple[int, str, int, str, str]] = []
+            for delivery_id, function, attempt, event_id in candidates:
+                if len(chosen) == limit:
+                    break
+                if function in room:
+                    if room[function] <= 0:
+                        continue
+                    room[function] -= 1
+                chosen.append((delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex))
+            if not chosen:
+                return []
+            conn.executemany(
+                "UPDATE oncefire_deliveries SET state = 'running', attempt = ?, lease_token = ?,"
+                " lease_until = ?, worker = ? WHERE id = ? AND state = 'pending'",
+                [(n, token, lease_until, worker, d) for d, _, n, _, token in chosen],
+            )
+            conn.executemany(
+                "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
+                " started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [(d, e, f, n, worker, now) for d, f, n, e, _ in chosen],
+            )
+            events = self._events(conn, list({c[3] for c in chosen}))
+        return [Claimed(Lease(d, token), f, n, now, events[e]) for d, f, n, e, token in chosen]
+
+    @staticmethod
+    def _room(conn: sqlite3.Connection, caps: dict[str, int], now: float) -> dict[str, int]:
+        if not caps:
+            return {}
+        names = list(caps)
+        rows = conn.execute(
+            "SELECT function, count(*) FROM oncefire_deliveries WHERE state = 'running'"
+            f" AND lease_until > ? AND function IN ({_marks(names)}) GROUP BY function",
+            [now, *names],
+        ).fetchall()
+        running = dict(rows)
+        return {name: cap - running.get(name, 0) for name, cap in caps.items()}
+
+    def _finish(
+        self,
+        conn: sqlite3.Connection,
+        lease: Lease,
+        result: AttemptResult,
+        set_sql: str,
+        args: Sequence[Any],
+    ) -> bool:
+        cursor = conn.execute(
+            f"UPDATE oncefire_deliveries SET {set_sql}, lease_token = NULL, lease_until = NULL"
+            " WHERE id = ? AND state = 'running' AND lease_token = ?",
+            (*args, lease.delivery_id, lease.token),
+        )
+        if cursor.rowcount != 1:
+            return False
+        conn.execute(
+            "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = ?"
+            " WHERE delivery_id = ? AND outcome IS NULL",
+            (result.finished_at, result.outcome, result.error, lease.delivery_id),
+        )
+        return True
+
+    def complete(self, lease: Lease, result: AttemptResult) -> bool:
+        with self._tx() as conn:
+            return self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ())
+
+    def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
+        with self._tx() as conn:
+            return self._finish(
+                conn,
+                lease,
+                result,
+                "state = 'pending', run_at = ?, error = ?",
+                (run_at, result.error),
+            )
+
+    def bury(
+        self, lease: Lease, result: AttemptResult, error: str | None, truncated: str | None
+    ) -> bool:
+        with self._tx() as conn:
+            done = self._finish(
+                conn,
+                lease,
+                result,
+                "state = 'dead', error = ?, dead_at = ?, truncated = ?, dead_payload = ?",
+                (error, result.finished_at, int(truncated is not None), truncated),
+            )
+            if done and truncated is not None:
+                # The full payload is not kept once no other delivery still needs it.
+                conn.execute(
+                    "UPDATE oncefire_events SET data = ? WHERE id = (SELECT event_id FROM"
+                    " oncefire_deliveries WHERE id = ?) AND NOT EXISTS (SELECT 1 FROM"
+                    " oncefire_deliveries o WHERE o.event_id = oncefire_events.id AND o.id != ?"
+                    " AND o.state IN ('pending', 'running'))",
+                    (truncated, lease.delivery_id, lease.delivery_id),
+                )
+            return done
+
+    def forward(
+        self, lease: Lease, result: AttemptResult, event: StoredEvent, functions: Sequence[str]
+    ) -> bool:
+        with self._tx() as conn:
+            done = self._finish(
+                conn, lease, result, "state = 'forwarded', error = ?", (result.error,)
+            )
+            if done:
+                SqliteTx(conn).append(event, functions, event.time)
+            return done
+
+    def release(self, leases: Sequence[Lease]) -> int:
+        released = 0
+        with self._tx() as conn:
+            for lease in leases:
+                cursor = conn.execute(
+                    "UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1,"
+                    " lease_token = NULL, lease_until = NULL, worker = NULL"
+                    " WHERE id = ? AND state = 'running' AND lease_token = ?",
+                    (lease.delivery_id, lease.token),
+                )
+                if cursor.rowcount == 1:
+                    released += 1
+                    conn.execute(
+                        "DELETE FROM oncefire_attempts WHERE delivery_id = ? AND outcome IS NULL",
+                        (lease.delivery_id,),
+                    )
+        return released
+
+    def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
+        kept = []
+        with self._tx() as conn:
+            for lease in leases:
+                cursor = conn.execute(
+                    "UPDATE oncefire_deliveries SET lease_until = ? WHERE id = ?"
+                    " AND state = 'running' AND lease_token = ? AND lease_until > ?",
+                    (lease_until, lease.delivery_id, lease.token, now),
+                )
+                if cursor.rowcount == 1:
+                    kept.append(lease)
+        return kept
+
+    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Claimed]:
+        if not functions:
+            return []
+        with self._tx("DEFERRED") as conn:
+            rows = conn.execute(
+                "SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id,"
+                " (SELECT started_at FROM oncefire_attempts a WHERE a.delivery_id = d.id"
+                " AND a.outcome IS NULL) FROM oncefire_deliveries d WHERE d.state = 'running'"
+                f" AND d.lease_until <= ? AND d.function IN ({_marks(functions)}) LIMIT ?",
+                [now, *functions, limit],
+            ).fetchall()
+            events = self._events(conn, list({r[4] for r in rows})) if rows else {}
+        return [
+            Claimed(Lease(r[0], r[1]), r[2], r[3], r[5] if r[5] is not None else now, events[r[4]])
+            for r in rows
+        ]
+
+    def wait(self, timeout: float) -> None:
+        # Every commit appends to the WAL file, so its size and mtime tell of new work
+        # at the cost of a stat() call; a checkpoint also changes them (a harmless wake-up).
+        deadline = time.monotonic() + timeout
+        if self.is_memory:
+            time.sleep(timeout)
+            return
+        wal = self.path + "-wal"
+        before = _stat(wal)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(WAL_POLL, left))
+            if _stat(wal) != before:
+                return
+
+    def next_due(self, functions: Sequence[str]) -> float | None:
+        if not functions:
+            return None
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT min(run_at) FROM oncefire_deliveries WHERE state = 'pending'"
+                f" AND function IN ({_marks(functions)})",
+                list(functions),
+            ).fetchone()
+        return None if row[0] is None else float(row[0])
+
+    # -- dead letters ------------------------------------------------------------------
+
+    @staticmethod
+    def _dead_where(where: DeadLetterFilter, ids: Sequence[int] | None) -> tuple[str, list[Any]]:
+        sql, args = "d.state = 'dead'", list[Any]()
+        if where.function is not None:
+            sql += " AND d.function = ?"
+            args.append(where.function)
+        if where.error_contains is not None:
+            sql += " AND instr(d.error, ?) > 0"
+            args.append(where.error_contains)
+        if where.since is not None:
+            sql += " AND d.dead_at >= ?"
+            args.append(where.since)
+        if where.until is not None:
+            sql += " AND d.dead_at < ?"
+            args.append(where.until)
+        if ids is not None:
+            sql += f" AND d.id IN ({_marks(ids)})"
+            args += list(ids)
+        return sql, args
+
+    @staticmethod
+    def _dead_row(r: Sequence[Any]) -> DeadLetterRow:
+        return DeadLetterRow(
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], codec.loads(r[8]), bool(r[9])
+        )
+
+    def list_dead(
+        self, where: DeadLetterFilter, limit: int, before_id: int | None
+    ) -> list[DeadLetterRow]:
+        sql, args = self._dead_where(where, None)
+        if before_id is not None:
+            sql += " AND d.id < ?"
+            args.append(before_id)
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_DEAD_COLUMNS} FROM oncefire_deliveries d JOIN oncefire_events e"
+                f" ON e.id = d.event_id WHERE {sql} ORDER BY d.id DESC LIMIT ?",
+                [*args, limit],
+            ).fetchall()
+        return [self._dead_row(r) for r in rows]
+
+    def get_dead(self, delivery_id: int) -> DeadLetterRow | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_DEAD_COLUMNS} FROM oncefire_deliveries d JOIN oncefire_events e"
+                " ON e.id = d.event_id WHERE d.state = 'dead' AND d.id = ?",
+                (delivery_id,),
+            ).fetchone()
+        return None if row is None else self._dead_row(row)
+
+    def count_dead(self, where: DeadLetterFilter) -> int:
+        sql, args = self._dead_where(where, None)
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT count(*) FROM oncefire_deliveries d WHERE {sql}", args)
+            return int(row.fetchone()[0])
+
+    def replay(self, where: DeadLetterFilter, now: float, ids: Sequence[int] | None) -> int:
+        sql, args = self._dead_where(where, ids)
+        with self._tx() as conn:
+            cursor = conn.execute(
+                "UPDATE oncefire_deliveries AS d SET state = 'pending', attempt = 0, run_at = ?,"
+                f" error = NULL, dead_at = NULL, worker = NULL WHERE {sql} AND d.truncated = 0",
+                [now, *args],
+            )
+            return cursor.rowcount
+
+    def dismiss(self, where: DeadLetterFilter, ids: Sequence[int] | None) -> int:
+        sql, args = self._dead_where(where, ids)
+        with self._tx() as conn:
+            return conn.execute(f"DELETE FROM oncefire_deliveries AS d WHERE {sql}", args).rowcount
+
+    # -- history -----------------------------------------------------------------------
+
+    def counts(self, since: float) -> dict[str, FunctionCounts]:
+        with self._tx("DEFERRED") as conn:
+            names = [r[0] for r in conn.execute("SELECT name FROM oncefire_functions")]
+            out = {n: FunctionCounts({}, [], {}, 0, 0) for n in names}
+
+            def entry(name: str) -> FunctionCounts:
+                return out.setdefault(name, FunctionCounts({}, [], {}, 0, 0))
+
+            for name, outcome, n in conn.execute(
+                "SELECT function, outcome, count(*) FROM oncefire_attempts WHERE finished_at >= ?"
+                " GROUP BY function, outcome",
+                (since,),
+            ):
+                entry(name).outcomes[outcome] = n
+            for name, duration in conn.execute(
+                "SELECT function, finished_at - started_at FROM oncefire_attempts"
+                " WHERE finished_at >= ? AND outcome IS NOT NULL",
+                (since,),
+            ):
+                entry(name).durations.append(float(duration))
+            for name, state, n in conn.execute(
+                "SELECT function, state, count(*) FROM oncefire_deliveries GROUP BY function, state"
+            ):
+                entry(name).states[state] = n
+            extra: dict[str, dict[str, int]] = {}
+            for name, most in conn.execute(
+                "SELECT function, max(n) FROM (SELECT function, count(*) AS n FROM"
+                " oncefire_attempts WHERE finished_at >= ? GROUP BY function, event_id)"
+                " GROUP BY function",
+                (since,),
+            ):
+                extra.setdefault(name, {})["most"] = most
+            for name, n in conn.execute(
+                "SELECT function, count(*) FROM oncefire_dedupe_hits WHERE at >= ?"
+                " GROUP BY function",
+                (since,),
+            ):
+                extra.setdefault(name, {})["dedupe"] = n
+        for name, values in extra.items():
+            base = entry(name)
+            out[name] = FunctionCounts(
+                base.outcomes,
+                base.durations,
+                base.states,
+                values.get("most", 0),
+                values.get("dedupe", 0),
+            )
+        return out
+
+    def delivery_states(self, event_id: str) -> list[tuple[str, str, int]]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT function, state, attempt FROM oncefire_deliveries WHERE event_id = ?"
+                " ORDER BY id",
+                (event_id,),
+            ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def attempts(self, event_id: str) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            cursor = conn.execute(
+                "SELECT delivery_id, function, number, worker, started_at, finished_at, outcome,"
+                " error FROM oncefire_attempts WHERE event_id = ? ORDER BY id",
+                (event_id,),
+            )
+            names = [c[0] for c in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def record_dedupe(self, function: str, now: float) -> None:
+        with self._tx() as conn:
+            SqliteTx(conn).record_dedupe(function, now)
+
+    def purge_expired_claims(self, now: float, limit: int) -> int:
+        with self._tx() as conn:
+            n = conn.execute(
+                "DELETE FROM oncefire_claims WHERE key IN (SELECT key FROM oncefire_claims"
+                " WHERE expires_at <= ? LIMIT ?)",
+                (now, limit),
+            ).rowcount
+            n += conn.execute(
+                "DELETE FROM oncefire_idempotency WHERE key IN (SELECT key FROM"
+                " oncefire_idempotency WHERE expires_at <= ? AND lease_until <= ? LIMIT ?)",
+                (now, now, limit),
+            ).rowcount
+        return n

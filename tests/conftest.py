@@ -1,0 +1,101 @@
+"""Fixtures shared by every test: real stores (a SQLite file, a PostgreSQL database)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oncefire import App
+from oncefire.testing import TestClock
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def postgres_url() -> str:
+    """The PostgreSQL server tests use: $ONCEFIRE_TEST_POSTGRES_URL or the local `test` db."""
+    return os.environ.get("ONCEFIRE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+def postgres_unavailable_reason() -> str | None:
+    """Why PostgreSQL tests cannot run here, or None when they can."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[test]')"
+    try:
+        with psycopg.connect(postgres_url(), connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        return f"no PostgreSQL at {postgres_url()} ({str(exc).strip().splitlines()[0]})"
+
+
+def reset_postgres() -> None:
+    """Drop every oncefire_ table so each test starts from an empty schema."""
+    import psycopg
+
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            " AND tablename LIKE 'oncefire\\_%'"
+        ).fetchall()
+        if rows:
+            names = ", ".join(f'"{r[0]}"' for r in rows)
+            conn.execute(f"DROP TABLE IF EXISTS {names} CASCADE")
+
+
+def require_postgres() -> None:
+    """Skip (or, with CI set, fail) when PostgreSQL is not reachable."""
+    reason = postgres_unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL is required in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store of each kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/oncefire.db"
+    require_postgres()
+    reset_postgres()
+    return postgres_url()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh SQLite file (for tests of SQLite-only behaviour)."""
+    return f"sqlite:///{tmp_path}/oncefire.db"
+
+
+@pytest.fixture
+def clock() -> TestClock:
+    """A clock the test moves by hand."""
+    return TestClock()
+
+
+@pytest.fixture
+def make_app(store_url: str, clock: TestClock) -> Iterator[Callable[..., App]]:
+    """Build Apps on the test's store and clock; all are closed at the end."""
+    apps: list[App] = []
+
+    def build(**kwargs: Any) -> App:
+        kwargs.setdefault("clock", clock)
+        app = App(store_url, **kwargs)
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        app.close()
+
+
+@pytest.fixture
+def app(make_app: Callable[..., App]) -> App:
+    """An App on a fresh store with a TestClock (`app.clock`)."""
+    return make_app()
