@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from oncefire import codec
+from oncefire import codec, idempotency
 from oncefire.clock import Clock, SystemClock
 from oncefire.deadletters import DeadLetters
 from oncefire.documents import Database
@@ -103,6 +103,7 @@ class App:
                     "to give one of them another name."
                 )
             check_id(trigger.name, "function name")
+            idempotency.check_registration(trigger.name, trigger.fn, trigger.options)
             self.triggers[trigger.name] = trigger
             if trigger.schedule is not None:
                 self._next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())

@@ -35,6 +35,7 @@ from oncefire.stores.base import IdempotencyRecord
 
 if TYPE_CHECKING:
     from oncefire.app import App
+    from oncefire.triggers import Options
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,6 +49,19 @@ class IdempotencySpec:
     lease: float
     ttl: float
     key: Callable[[Event], Any]
+
+
+def check_registration(name: str, fn: Callable[..., Any], options: Options) -> None:
+    """Refuse an @idempotent ttl that could expire before the last retry of an event."""
+    spec: IdempotencySpec | None = getattr(fn, "__oncefire_idempotent__", None)
+    if spec is None:
+        return
+    minimum = (options.max_event_age or 0.0) + options.retry_policy.window()
+    if options.retry and spec.ttl < minimum:
+        raise ConfigError(
+            f"@idempotent(ttl={spec.ttl:g}) on {name!r} could forget a key before the event's "
+            f"last retry: use ttl of at least {minimum:g} s (max_event_age plus the retry window)."
+        )
 
 
 def payload_hash(event: Event) -> str:
