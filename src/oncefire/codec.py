@@ -34,6 +34,11 @@ def _encode_value(value: Any, where: str) -> Any:
             )
         return {_TIME_TAG: value.astimezone(UTC).isoformat()}
     if isinstance(value, dict):
+        if len(value) == 1 and _TIME_TAG in value:
+            raise InvalidDocumentError(
+                f"Field {where or '<root>'} is a map whose only key is {_TIME_TAG!r}, which "
+                "oncefire reserves for datetimes: rename that key."
+            )
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):

@@ -81,10 +81,10 @@ def decide(
     """Apply the retry rules to one finished attempt."""
     if outcome is Outcome.SUCCEEDED:
         return Decision("succeeded")
+    if is_oversized:  # whatever the failure, the full payload is not kept
+        return Decision("dead", error=f"{PAYLOAD_TOO_LARGE}: {error}", truncate=True)
     if outcome in (Outcome.PERMANENT, Outcome.EXPIRED):
         return Decision("dead", error=error)
-    if is_oversized:
-        return Decision("dead", error=f"{PAYLOAD_TOO_LARGE}: {error}", truncate=True)
     if not is_retry_enabled or attempt >= policy.max_attempts:
         return Decision("dead", error=error)
     delay = policy.delay_after(attempt) if requested_delay is None else requested_delay

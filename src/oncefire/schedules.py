@@ -69,15 +69,16 @@ class Schedule:
             return (now // self.interval + 1) * self.interval
         assert self.cron is not None
         minutes, hours, days, months, weekdays = self.cron
-        moment = datetime.fromtimestamp(now, tz=UTC).replace(second=0, microsecond=0)
-        for _ in range(366 * 24 * 60):
-            moment += timedelta(minutes=1)
-            if (
-                moment.minute in minutes
-                and moment.hour in hours
-                and moment.day in days
-                and moment.month in months
-                and (moment.weekday() + 1) % 7 in weekdays
-            ):
-                return moment.timestamp()
+        start = datetime.fromtimestamp(now, tz=UTC).replace(second=0, microsecond=0)
+        start += timedelta(minutes=1)
+        day = start.replace(hour=0, minute=0)
+        # Day by day over eight years: a 29 February can be that far from the next one.
+        for _ in range(366 * 8 + 1):
+            if day.day in days and day.month in months and (day.weekday() + 1) % 7 in weekdays:
+                for hour in sorted(hours):
+                    for minute in sorted(minutes):
+                        moment = day.replace(hour=hour, minute=minute)
+                        if moment >= start:
+                            return moment.timestamp()
+            day += timedelta(days=1)
         raise ConfigError(f"Schedule {self.spec!r} never fires.")

@@ -1,0 +1,84 @@
+"""The JSON codec: strict encoding, datetimes, the size limit, and ids."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from oncefire import codec
+from oncefire.errors import DocumentTooLargeError, InvalidDocumentError
+
+
+def test_values_round_trip_with_aware_datetimes() -> None:
+    at = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    value = {"s": "é", "i": 1, "f": 1.5, "b": True, "n": None, "l": [1, {"t": at}], "t": at}
+    assert codec.loads(codec.dumps(value)) == value
+
+
+def test_datetimes_in_other_zones_are_stored_as_utc() -> None:
+    at = datetime(2030, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    back = codec.loads(codec.dumps({"t": at}))["t"]
+    assert back == at
+    assert back.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        ({"x": math.nan}, "NaN"),
+        ({"x": math.inf}, "infinity"),
+        ({"x": {1, 2}}, "set"),
+        ({"x": b"bytes"}, "bytes"),
+        ({"x": [object()]}, "object"),
+        ({"x": datetime(2030, 1, 1)}, "naive datetime"),
+        ({1: "a"}, "field names must be strings"),
+    ],
+)
+def test_values_that_are_not_json_are_refused(value: object, hint: str) -> None:
+    with pytest.raises(InvalidDocumentError, match=hint):
+        codec.dumps(value)
+
+
+def test_the_error_names_the_field() -> None:
+    with pytest.raises(InvalidDocumentError, match=r"a\.b\[1\]"):
+        codec.dumps({"a": {"b": [1, math.nan]}})
+
+
+def test_the_reserved_time_tag_cannot_be_stored_as_a_field() -> None:
+    # {"$time": "..."} would come back as a datetime, not as the dict that was stored.
+    with pytest.raises(InvalidDocumentError, match=r"\$time"):
+        codec.dumps({"x": {"$time": "2030-01-01T00:00:00+00:00"}})
+
+
+def test_documents_must_be_dicts() -> None:
+    with pytest.raises(InvalidDocumentError, match="dict"):
+        codec.encode_document([1, 2])
+
+
+def test_a_document_of_exactly_one_mib_is_accepted_and_one_byte_more_is_not() -> None:
+    overhead = len(codec.dumps({"x": ""}))
+    fits = {"x": "a" * (codec.MAX_DOCUMENT_BYTES - overhead)}
+    assert len(codec.encode_document(fits).encode()) == codec.MAX_DOCUMENT_BYTES
+    too_big = {"x": "a" * (codec.MAX_DOCUMENT_BYTES - overhead + 1)}
+    with pytest.raises(DocumentTooLargeError, match="limit"):
+        codec.encode_document(too_big)
+
+
+def test_the_size_limit_counts_utf8_bytes() -> None:
+    with pytest.raises(DocumentTooLargeError):
+        codec.encode_document({"x": "é" * (codec.MAX_DOCUMENT_BYTES // 2)})
+
+
+def test_new_ids_are_unique_and_sorted_by_time() -> None:
+    ids = [codec.new_id(1_800_000_000.0) for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert ids == sorted(ids)
+    later = codec.new_id(1_800_000_001.0)
+    assert later > ids[-1]
+
+
+def test_stable_ids_depend_only_on_their_inputs() -> None:
+    assert codec.stable_id(1_800_000_000.0, 42) == codec.stable_id(1_800_000_000.0, 42)
+    assert codec.stable_id(1_800_000_000.0, 42) != codec.stable_id(1_800_000_000.0, 43)

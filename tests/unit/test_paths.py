@@ -1,0 +1,100 @@
+"""Paths, ids and trigger patterns: what is accepted, and the error for what is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from oncefire.errors import InvalidPathError, InvalidPatternError, OncefireError
+from oncefire.paths import (
+    MAX_ID_BYTES,
+    Pattern,
+    check_id,
+    collection_path,
+    document_path,
+    parent_of,
+)
+
+
+@pytest.mark.parametrize("good", ["o1", "a b", "ünïcode", "x" * MAX_ID_BYTES, "..."])
+def test_valid_ids_are_accepted(good: str) -> None:
+    assert check_id(good) == good
+
+
+@pytest.mark.parametrize(
+    ("bad", "hint"),
+    [
+        ("", "non-empty"),
+        ("a/b", "slash"),
+        (".", "reserved"),
+        ("..", "reserved"),
+        ("x" * (MAX_ID_BYTES + 1), "1500 bytes"),
+        ("é" * (MAX_ID_BYTES // 2 + 1), "1500 bytes"),  # 2 bytes a character in UTF-8
+    ],
+)
+def test_bad_ids_raise_invalid_path_error_saying_why(bad: str, hint: str) -> None:
+    with pytest.raises(InvalidPathError, match=hint) as info:
+        check_id(bad, "document id")
+    assert isinstance(info.value, OncefireError)
+    assert str(info.value).endswith(".")
+
+
+def test_a_non_string_id_is_refused() -> None:
+    with pytest.raises(InvalidPathError):
+        check_id(5)  # type: ignore[arg-type]
+
+
+def test_document_and_collection_paths_are_normalised() -> None:
+    assert document_path("/orders/o1/") == "orders/o1"
+    assert document_path("orders/o1/items/i1") == "orders/o1/items/i1"
+    assert collection_path("orders") == "orders"
+    assert collection_path("orders/o1/items") == "orders/o1/items"
+    assert parent_of("orders/o1/items/i1") == "orders/o1/items"
+
+
+@pytest.mark.parametrize("bad", ["orders", "orders/o1/items", "a/b/c"])
+def test_a_document_path_of_odd_depth_is_refused(bad: str) -> None:
+    with pytest.raises(InvalidPathError, match="names a collection"):
+        document_path(bad)
+
+
+@pytest.mark.parametrize("bad", ["orders/o1", "a/b/c/d"])
+def test_a_collection_path_of_even_depth_is_refused(bad: str) -> None:
+    with pytest.raises(InvalidPathError, match="names a document"):
+        collection_path(bad)
+
+
+@pytest.mark.parametrize("bad", ["", "/", "orders//o1", "orders/../o1", "orders/./o1"])
+def test_paths_with_empty_or_dot_segments_are_refused(bad: str) -> None:
+    with pytest.raises(InvalidPathError):
+        document_path(bad)
+
+
+def test_pattern_matches_and_extracts_params() -> None:
+    pattern = Pattern.parse("orders/{orderId}/items/{itemId}")
+    assert pattern.match("orders/o1/items/i9") == {"orderId": "o1", "itemId": "i9"}
+    assert pattern.match("orders/o1") is None
+    assert pattern.match("carts/o1/items/i9") is None
+    assert Pattern.parse("orders/o1").match("orders/o1") == {}
+    assert Pattern.parse("{coll}/{doc}").match("users/u1") == {"coll": "users", "doc": "u1"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "hint"),
+    [
+        ("orders/{}", "Bad wildcard"),
+        ("orders/{1abc}", "Bad wildcard"),
+        ("orders/{order-id}", "Bad wildcard"),
+        ("orders/x{orderId}", "Bad wildcard"),
+        ("orders/{orderId", "Bad wildcard"),
+        ("orders/{a}{b}", "Bad wildcard"),
+        ("orders/{id}/items/{id}", "same wildcard"),
+        ("orders", "names a collection"),
+        ("orders/{o}/items", "names a collection"),
+        ("orders/../x", "reserved"),
+        ("", "non-empty"),
+    ],
+)
+def test_bad_patterns_raise_invalid_pattern_error(bad: str, hint: str) -> None:
+    with pytest.raises(InvalidPatternError, match=hint) as info:
+        Pattern.parse(bad)
+    assert isinstance(info.value, OncefireError)

@@ -1,0 +1,80 @@
+"""Schedules: 'every N units' and 5-field cron strings, and their next tick (UTC)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from oncefire.errors import ConfigError
+from oncefire.schedules import Schedule
+
+
+def at(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("spec", "seconds"),
+    [
+        ("every 5 minutes", 300),
+        ("every 1 minute", 60),
+        ("every 30 seconds", 30),
+        ("every 2 hours", 7200),
+        ("every 1 day", 86400),
+        ("  Every 5 Minutes ", 300),
+    ],
+)
+def test_intervals_parse_to_seconds(spec: str, seconds: float) -> None:
+    assert Schedule.parse(spec).interval == seconds
+
+
+def test_an_interval_ticks_on_its_multiples_strictly_after_now() -> None:
+    schedule = Schedule.parse("every 5 minutes")
+    assert schedule.next_after(at("2030-01-01T10:00:00")) == at("2030-01-01T10:05:00")
+    assert schedule.next_after(at("2030-01-01T10:04:59")) == at("2030-01-01T10:05:00")
+
+
+@pytest.mark.parametrize(
+    ("spec", "now", "expected"),
+    [
+        ("*/5 * * * *", "2030-01-01T10:02:30", "2030-01-01T10:05:00"),
+        ("*/5 * * * *", "2030-01-01T10:05:00", "2030-01-01T10:10:00"),
+        ("0 9 * * *", "2030-01-01T09:00:00", "2030-01-02T09:00:00"),
+        ("30 2 1 * *", "2030-01-15T00:00:00", "2030-02-01T02:30:00"),
+        ("0 0 * * 0", "2030-01-01T00:00:00", "2030-01-06T00:00:00"),  # a Sunday
+        ("0 12 * * 1-5", "2030-01-05T13:00:00", "2030-01-07T12:00:00"),  # Sat -> Mon
+        ("15,45 * * * *", "2030-01-01T10:16:00", "2030-01-01T10:45:00"),
+        ("0 0 29 2 *", "2030-01-01T00:00:00", "2032-02-29T00:00:00"),
+    ],
+)
+def test_cron_next_tick(spec: str, now: str, expected: str) -> None:
+    assert Schedule.parse(spec).next_after(at(now)) == at(expected)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "every 0 minutes",
+        "every five minutes",
+        "every 5 weeks",
+        "* * * *",
+        "60 * * * *",
+        "* 24 * * *",
+        "* * 0 * *",
+        "* * * 13 *",
+        "* * * * 7",
+        "*/0 * * * *",
+        "5-1 * * * *",
+        "a * * * *",
+        "",
+    ],
+)
+def test_bad_schedules_raise_config_error(bad: str) -> None:
+    with pytest.raises(ConfigError):
+        Schedule.parse(bad)
+
+
+def test_a_cron_that_never_fires_is_refused() -> None:
+    with pytest.raises(ConfigError, match="never fires"):
+        Schedule.parse("0 0 31 2 *").next_after(at("2030-01-01T00:00:00"))

@@ -1,0 +1,87 @@
+"""Settings: argument > ONCEFIRE_* environment variable > default, validated."""
+
+from __future__ import annotations
+
+import pytest
+
+from oncefire import App, Settings
+from oncefire.errors import ConfigError
+from oncefire.settings import DEFAULT_STORE
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STORE", "LEASE", "CONCURRENCY", "SQLITE_SYNCHRONOUS", "MAX_PAYLOAD_BYTES"):
+        monkeypatch.delenv(f"ONCEFIRE_{name}", raising=False)
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    settings = Settings.from_env()
+    assert settings.store == DEFAULT_STORE == "sqlite:///oncefire.db"
+    assert settings.lease == 30.0
+    assert settings.renew_every == 10.0
+    assert settings.sweep_every == 5.0
+    assert settings.poll_interval <= 0.1
+    assert settings.retry_sweep == 30.0
+    assert settings.max_payload_bytes == 512 * 1024
+    assert settings.sqlite_synchronous == "FULL"
+
+
+def test_environment_overrides_defaults_and_arguments_override_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ONCEFIRE_LEASE", "45")
+    monkeypatch.setenv("ONCEFIRE_CONCURRENCY", "3")
+    monkeypatch.setenv("ONCEFIRE_STORE", "sqlite:///from-env.db")
+    settings = Settings.from_env(concurrency=5)
+    assert settings.lease == 45.0
+    assert settings.concurrency == 5
+    assert settings.store == "sqlite:///from-env.db"
+
+
+def test_app_takes_its_store_from_the_environment_unless_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ONCEFIRE_STORE", "sqlite:///from-env.db")
+    assert App().settings.store == "sqlite:///from-env.db"
+    assert App("sqlite:///given.db").settings.store == "sqlite:///given.db"
+    assert App(max_payload_bytes=10).settings.max_payload_bytes == 10
+
+
+def test_a_bad_environment_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ONCEFIRE_LEASE", "soon")
+    with pytest.raises(ConfigError, match="ONCEFIRE_LEASE"):
+        Settings.from_env()
+
+
+def test_an_unknown_setting_is_refused() -> None:
+    with pytest.raises(ConfigError, match="leese"):
+        Settings.from_env(leese=3)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"lease": 0},
+        {"poll_interval": -1},
+        {"renew_every": 30, "lease": 30},
+        {"concurrency": 0},
+        {"batch_size": 0},
+        {"sqlite_synchronous": "OFF"},
+    ],
+)
+def test_invalid_settings_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        Settings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_normal_synchronous_is_an_explicit_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings.from_env(sqlite_synchronous="NORMAL").sqlite_synchronous == "NORMAL"
+    monkeypatch.setenv("ONCEFIRE_SQLITE_SYNCHRONOUS", "NORMAL")
+    assert Settings.from_env().sqlite_synchronous == "NORMAL"
+
+
+def test_an_unknown_store_url_is_a_config_error(tmp_path: object) -> None:
+    app = App("mysql://nope")
+    with pytest.raises(ConfigError, match="Unknown store URL"):
+        _ = app.store
