@@ -66,6 +66,13 @@ def dumps(value: Any) -> str:
     return json.dumps(_encode_value(value, ""), separators=(",", ":"), ensure_ascii=False)
 
 
+def canonical(value: Any) -> str:
+    """JSON with sorted keys: the same text for the same data, whatever its key order."""
+    return json.dumps(
+        _encode_value(value, ""), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
 def loads(text: str | bytes) -> Any:
     """Decode what dumps wrote (datetimes come back as aware datetimes)."""
     return json.loads(text, object_hook=_decode_hook)

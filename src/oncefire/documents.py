@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -113,15 +114,15 @@ class Transaction:
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
+        if not isinstance(data, dict):
+            raise InvalidDocumentError(
+                f"Document data must be a dict of fields; got {type(data).__name__}."
+            )
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
         if merge and current is not None:
             new = _merge(current["data"], data, now)
         else:
-            if not isinstance(data, dict):
-                raise InvalidDocumentError(
-                    f"Document data must be a dict of fields; got {type(data).__name__}."
-                )
             new = _merge({}, data, now) if merge else _resolve(data, now)
         self._write(tx, ref.path, current, new, now)
 
@@ -159,6 +160,10 @@ class Transaction:
         tx = self._check()
         if not isinstance(key, str) or not key:
             raise InvalidDocumentError("A claim key must be a non-empty string.")
+        if not math.isfinite(ttl) or ttl <= 0:
+            raise InvalidDocumentError(
+                f"claim(ttl={ttl}): use a positive, finite number of seconds."
+            )
         now = self._db.clock.now()
         is_new = tx.claim_key(key, now, now + ttl)
         current = CURRENT_EVENT.get()
@@ -175,7 +180,7 @@ class Transaction:
         now: float,
     ) -> None:
         data_json = codec.encode_document(new)
-        if current is not None and codec.dumps(current["data"]) == data_json:
+        if current is not None and codec.canonical(current["data"]) == codec.canonical(new):
             return  # a no-op write changes nothing and emits no event
         collection = paths.parent_of(path)
         created = current["create_time"] if current else now

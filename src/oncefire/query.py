@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from oncefire.errors import InvalidDocumentError
@@ -33,7 +33,7 @@ def index_key(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, datetime):
-        return "t:" + value.isoformat()
+        return "t:" + value.astimezone(UTC).isoformat()  # as stored: in UTC
     return "j:" + json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
