@@ -104,9 +104,9 @@ class App:
                 )
             check_id(trigger.name, "function name")
             idempotency.check_registration(trigger.name, trigger.fn, trigger.options)
-            self.triggers[trigger.name] = trigger
-            if trigger.schedule is not None:
+            if trigger.schedule is not None:  # raises for a schedule that never fires
                 self._next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
+            self.triggers[trigger.name] = trigger
             self._register([trigger])
 
     # -- triggers ----------------------------------------------------------------------
