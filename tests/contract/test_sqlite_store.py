@@ -1,0 +1,225 @@
+"""Behaviour only the SQLite store has: WAL, synchronous, busy timeout, BEGIN IMMEDIATE,
+numbered migrations, several connections, and the field index used by equality queries."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from oncefire import App, SchemaVersionError, StoreError, codec
+from oncefire.stores import migrations
+from oncefire.stores.sqlite import BUSY_TIMEOUT_MS, SqliteStore
+from oncefire.testing import TestClock
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "oncefire.db"
+
+
+@pytest.fixture
+def app(db_path: Path) -> Iterator[App]:
+    app = App(f"sqlite:///{db_path}", clock=TestClock())
+    yield app
+    app.close()
+
+
+@contextmanager
+def raw(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection of our own, closed on exit."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def store_connection(app: App) -> sqlite3.Connection:
+    """The connection the store uses in this thread."""
+    store = app.store
+    assert isinstance(store, SqliteStore)
+    with store._conn() as conn:
+        return conn
+
+
+def test_the_file_is_in_wal_mode(app: App, db_path: Path) -> None:
+    app.db.document("docs/a").set({"n": 1})
+    with raw(db_path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert Path(f"{db_path}-wal").exists()
+
+
+def test_synchronous_is_full_by_default(app: App) -> None:
+    assert store_connection(app).execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_synchronous_normal_is_an_opt_in(db_path: Path) -> None:
+    app = App(f"sqlite:///{db_path}", sqlite_synchronous="NORMAL")
+    try:
+        assert store_connection(app).execute("PRAGMA synchronous").fetchone()[0] == 1
+    finally:
+        app.close()
+
+
+def test_every_connection_has_a_busy_timeout(app: App) -> None:
+    assert BUSY_TIMEOUT_MS >= 5000
+    conn = store_connection(app)
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+
+
+def test_write_transactions_begin_immediate(app: App, db_path: Path) -> None:
+    other = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    try:
+        # No write yet, but the write lock is already held: BEGIN IMMEDIATE.
+        with app.db.transaction(), pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def test_a_second_connection_sees_commits(app: App, db_path: Path) -> None:
+    app.db.document("docs/a").set({"n": 1})
+    with raw(db_path) as other:
+        row = other.execute("SELECT data FROM oncefire_documents WHERE path = 'docs/a'")
+        assert codec.loads(row.fetchone()[0]) == {"n": 1}
+    second = App(f"sqlite:///{db_path}")
+    try:
+        assert second.db.document("docs/a").get().to_dict() == {"n": 1}
+        second.db.document("docs/b").set({"n": 2})
+        assert app.db.document("docs/b").get().to_dict() == {"n": 2}
+    finally:
+        second.close()
+
+
+def test_the_schema_is_created_by_numbered_migrations(app: App, db_path: Path) -> None:
+    _ = app.store
+    latest = migrations.latest("sqlite")
+    with raw(db_path) as other:
+        versions = [r[0] for r in other.execute("SELECT version FROM oncefire_schema")]
+        tables = {
+            r[0] for r in other.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    assert versions == [v for v, _ in migrations.load("sqlite")]
+    assert versions[-1] == latest
+    assert {"oncefire_documents", "oncefire_events", "oncefire_deliveries"} <= tables
+    assert all(name.startswith(("oncefire_", "sqlite_")) for name in tables)
+
+
+def test_migrating_again_changes_nothing(app: App, db_path: Path) -> None:
+    app.db.document("docs/a").set({"n": 1})
+    assert app.store.migrate() == migrations.latest("sqlite")
+    again = App(f"sqlite:///{db_path}")
+    try:
+        assert again.db.document("docs/a").get().to_dict() == {"n": 1}
+    finally:
+        again.close()
+    with raw(db_path) as other:
+        assert other.execute("SELECT count(*) FROM oncefire_schema").fetchone()[0] == len(
+            migrations.load("sqlite")
+        )
+
+
+def test_a_schema_newer_than_this_oncefire_is_refused(app: App, db_path: Path) -> None:
+    _ = app.store
+    app.close()
+    with raw(db_path) as other:
+        other.execute("INSERT INTO oncefire_schema (version) VALUES (999)")
+    newer = App(f"sqlite:///{db_path}")
+    with pytest.raises(SchemaVersionError, match=r"999.*upgrade oncefire"):
+        _ = newer.store
+    newer.close()
+
+
+def test_a_file_that_cannot_be_opened_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="Cannot open"):
+        _ = App(f"sqlite:///{tmp_path}/missing-dir/x.db").store
+
+
+def test_a_bad_sqlite_url_is_refused() -> None:
+    with pytest.raises(Exception, match="sqlite:///relative"):
+        SqliteStore("sqlite:/nope.db")
+
+
+def test_an_in_memory_store_works_for_scripts() -> None:
+    app = App("sqlite://:memory:", clock=TestClock())
+    try:
+        seen: list[str] = []
+        app.on_document_created("orders/{o}")(lambda event: seen.append(event.source))
+        app.db.document("orders/o1").set({"n": 1})
+        app.drain()
+        assert seen == ["orders/o1"]
+    finally:
+        app.close()
+
+
+# -- the declared field index ----------------------------------------------------------
+
+
+def equality_plan(app: App, field: str, value: str) -> str:
+    """EXPLAIN QUERY PLAN of the statement an equality query on an indexed field runs."""
+    statements: list[str] = []
+    conn = store_connection(app)
+    conn.set_trace_callback(statements.append)
+    try:
+        app.db.collection("orders").where(field, "==", value).get()
+    finally:
+        conn.set_trace_callback(None)
+    [query] = [s for s in statements if "oncefire_index_entries" in s]
+    rows = conn.execute(f"EXPLAIN QUERY PLAN {query}").fetchall()
+    return "\n".join(str(r[-1]) for r in rows)
+
+
+def test_an_equality_on_an_indexed_field_uses_the_index(app: App) -> None:
+    orders = app.db.collection("orders")
+    orders.index("status")
+    with app.db.transaction() as tx:
+        for n in range(300):
+            tx.set(orders.document(f"o{n:03}"), {"status": "paid" if n % 100 == 0 else "new"})
+    plan = equality_plan(app, "status", "paid")
+    assert "SCAN" not in plan, plan
+    assert "(collection=? AND field=? AND value=?)" in plan, plan  # the index entries
+    assert "(path=?)" in plan, plan  # then each matching document by its key
+
+
+def test_an_equality_on_an_indexed_field_decodes_only_the_matches(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orders = app.db.collection("orders")
+    orders.index("status")
+    with app.db.transaction() as tx:
+        for n in range(2000):
+            tx.set(orders.document(f"o{n:04}"), {"status": "paid" if n % 500 == 0 else "new"})
+    decoded = 0
+    real_loads = codec.loads
+
+    def counting_loads(text: str | bytes) -> object:
+        nonlocal decoded
+        decoded += 1
+        return real_loads(text)
+
+    monkeypatch.setattr(codec, "loads", counting_loads)
+    paid = orders.where("status", "==", "paid").get()
+    assert [s.id for s in paid] == ["o0000", "o0500", "o1000", "o1500"]
+    assert decoded == 4
+    decoded = 0
+    assert len(orders.where("other", "==", "x").get()) == 0  # not indexed: a scan
+    assert decoded == 2000
+
+
+def test_an_index_declared_after_the_writes_covers_existing_documents(app: App) -> None:
+    orders = app.db.collection("orders")
+    for n in range(5):
+        orders.document(f"o{n}").set({"status": "paid" if n % 2 else "new"})
+    orders.index("status")
+    with raw(Path(app.settings.store.removeprefix("sqlite:///"))) as other:
+        count = other.execute(
+            "SELECT count(*) FROM oncefire_index_entries WHERE field = 'status'"
+        ).fetchone()[0]
+    assert count == 5
+    assert [s.id for s in orders.where("status", "==", "paid").get()] == ["o1", "o3"]
