@@ -62,7 +62,7 @@ def parse_json(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(
+        raise click.ClickException(
             f"{what} is not valid JSON: {exc.msg} at column {exc.colno}."
         ) from None
 
@@ -219,7 +219,7 @@ def dlq_replay(
     if replay_all:
         click.echo(f"replayed {letters.replay_all(function, error_contains=error_contains)}")
     elif dead_letter_id is None:
-        raise click.UsageError("Give a dead letter id, or --all.")
+        raise click.ClickException("Give a dead letter id, or --all.")
     else:
         letters.replay(dead_letter_id)
         click.echo(f"replayed {dead_letter_id}")
@@ -244,7 +244,7 @@ def dlq_dismiss(
     if dismiss_all:
         click.echo(f"dismissed {letters.dismiss_all(function, error_contains=error_contains)}")
     elif dead_letter_id is None:
-        raise click.UsageError("Give a dead letter id, or --all.")
+        raise click.ClickException("Give a dead letter id, or --all.")
     else:
         letters.dismiss(dead_letter_id)
         click.echo(f"dismissed {dead_letter_id}")

@@ -1,0 +1,194 @@
+"""The `oncefire` command, run as a subprocess: documents, dead letters, stats, user mistakes
+(one line on stderr, a non-zero exit, no traceback) and the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oncefire import App
+from oncefire.events import Event
+from oncefire.testing import TestClock
+
+ONCEFIRE = shutil.which("oncefire") or str(Path(sys.executable).parent / "oncefire")
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/cli.db"
+
+
+@pytest.fixture
+def run(tmp_path: Path, store: str) -> Run:
+    """Run `oncefire ARGS --store STORE` (unless with_store=False) in a clean environment."""
+
+    def invoke(
+        *args: str, with_store: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+        environment.update(env or {})
+        argv = [ONCEFIRE, *args, *(["--store", store] if with_store else [])]
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120
+        )
+
+    return invoke
+
+
+def assert_user_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """One line on stderr, a non-zero exit, no traceback."""
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.fixture
+def dead_letters(store: str) -> list[int]:
+    """Two dead letters of `charge` (orders o1, o2) and one of `ship`, written in-process."""
+    app = App(store, clock=TestClock())
+
+    @app.on_document_created("orders/{o}", retry=False)
+    def charge(event: Event) -> None:
+        raise ValueError(f"card declined for {event.params['o']}")
+
+    @app.on_document_created("shipments/{s}", retry=False)
+    def ship(event: Event) -> None:
+        raise ConnectionError("carrier down")
+
+    for path in ("orders/o1", "orders/o2", "shipments/s1"):
+        app.db.document(path).set({"path": path})
+    app.drain()
+    ids = [d.id for d in app.dead_letters.list()]
+    app.close()
+    return ids
+
+
+def test_doc_set_get_and_delete(run: Run) -> None:
+    result = run("doc", "set", "orders/o1", '{"amount": 500, "tags": ["a"]}')
+    assert result.returncode == 0, result.stderr
+    result = run("doc", "get", "orders/o1")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"amount": 500, "tags": ["a"]}
+    assert run("doc", "set", "orders/o1", '{"more": 1}', "--merge").returncode == 0
+    assert json.loads(run("doc", "get", "orders/o1").stdout) == {
+        "amount": 500,
+        "tags": ["a"],
+        "more": 1,
+    }
+    assert run("doc", "delete", "orders/o1").returncode == 0
+    assert_user_error(run("doc", "get", "orders/o1"), "No document")
+
+
+def test_the_store_comes_from_oncefire_store(run: Run, store: str) -> None:
+    env = {"ONCEFIRE_STORE": store}
+    assert run("doc", "set", "orders/o1", '{"a": 1}', with_store=False, env=env).returncode == 0
+    assert json.loads(run("doc", "get", "orders/o1").stdout) == {"a": 1}
+    result = run("doc", "get", "orders/o1", with_store=False, env=env)
+    assert json.loads(result.stdout) == {"a": 1}
+
+
+def test_dlq_list_show_replay_and_dismiss(run: Run, dead_letters: list[int]) -> None:
+    newest, middle, oldest = dead_letters
+    listing = run("dlq", "list")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.strip().splitlines()
+    assert len(lines) == 3
+    assert "ship" in lines[0] and "shipments/s1" in lines[0]
+    assert "attempts=1" in lines[1] and "card declined" in lines[1]
+    as_json = json.loads(run("dlq", "list", "--json", "--function", "charge").stdout)
+    assert [d["source"] for d in as_json] == ["orders/o2", "orders/o1"]
+    by_error = json.loads(run("dlq", "list", "--json", "--error", "for o1").stdout)
+    assert [d["id"] for d in by_error] == [oldest]
+    page = json.loads(run("dlq", "list", "--json", "--limit", "1", "--before", str(newest)).stdout)
+    assert [d["id"] for d in page] == [middle]
+
+    shown = json.loads(run("dlq", "show", str(oldest)).stdout)
+    assert shown["function"] == "charge"
+    assert shown["payload"]["after"]["data"] == {"path": "orders/o1"}
+    assert shown["error"].startswith("ValueError: card declined for o1")
+
+    assert run("dlq", "replay", str(oldest)).stdout.strip() == f"replayed {oldest}"
+    assert run("dlq", "dismiss", str(newest)).stdout.strip() == f"dismissed {newest}"
+    remaining = json.loads(run("dlq", "list", "--json").stdout)
+    assert [d["id"] for d in remaining] == [middle]
+    assert_user_error(run("dlq", "show", str(oldest)), "No dead letter")
+    assert run("dlq", "dismiss", "--all", "--function", "charge").stdout.strip() == "dismissed 1"
+    assert run("dlq", "list").stdout.strip() == "no dead letters"
+
+
+def test_dlq_replay_all_with_filters(run: Run, dead_letters: list[int]) -> None:
+    assert run("dlq", "replay", "--all", "--error", "carrier").stdout.strip() == "replayed 1"
+    assert len(json.loads(run("dlq", "list", "--json").stdout)) == 2
+
+
+def test_stats_prints_a_table_and_json(run: Run, dead_letters: list[int]) -> None:
+    table = run("stats")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split()[:3] == ["function", "ok", "failed"]
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines()[1:]}
+    assert set(rows) == {"charge", "ship"}
+    figures = json.loads(run("stats", "--json").stdout)
+    assert figures["charge"]["failed"] == 2
+    assert figures["charge"]["dead_letters"] == 2
+    assert figures["ship"]["succeeded"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("doc", "get", "orders"), ("names a collection",)),
+        (("doc", "get", "orders/.."), ("reserved",)),
+        (("doc", "set", "orders/o1", "{bad"), ("not valid JSON",)),
+        (("doc", "set", "orders/o1", "[1, 2]"), ("dict",)),
+        (("doc", "set", "orders/o1", '{"x": NaN}'), ("NaN",)),
+        (("dlq", "show", "999"), ("No dead letter 999",)),
+        (("dlq", "replay"), ("--all",)),
+        (("dlq", "dismiss", "999"), ("No dead letter 999",)),
+        (("dlq", "list", "--limit", "0"), ("limit",)),
+    ],
+)
+def test_user_mistakes_print_one_line_and_exit_non_zero(
+    run: Run, args: tuple[str, ...], words: tuple[str, ...]
+) -> None:
+    assert_user_error(run(*args), *words)
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("mysql://x", ("Unknown store URL",)),
+        ("sqlite:///{tmp}/no/such/dir/x.db", ("Cannot open",)),
+        ("sqlite:///{tmp}/junk.db", ("not a database",)),
+    ],
+)
+def test_a_bad_store_is_one_line(tmp_path: Path, run: Run, url: str, words: tuple[str]) -> None:
+    (tmp_path / "junk.db").write_text("not a database " * 100)
+    result = run("dlq", "list", "--store", url.format(tmp=tmp_path), with_store=False)
+    assert_user_error(result, *words)
+
+
+@pytest.mark.e2e
+def test_demo_tells_the_story_and_exits_zero(run: Run) -> None:
+    result = run("demo", with_store=False)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Traceback" not in out + result.stderr
+    assert "attempt 1 of event" in out and "next attempt in" in out  # each attempt as it happens
+    assert "succeeded" in out
+    assert "dead letter" in out
+    assert "function" in out and "max att" in out  # the stats table
+    assert "charge_on_order" in out
+    assert "oncefire dlq replay" in out  # how to replay it
+    assert "orders charged: 2" in out
