@@ -4,6 +4,8 @@ numbered migrations, several connections, and the field index used by equality q
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 
 from oncefire import App, SchemaVersionError, StoreError, codec
 from oncefire.stores import migrations
+from oncefire.stores import sqlite as sqlite_store
 from oncefire.stores.sqlite import BUSY_TIMEOUT_MS, SqliteStore
 from oncefire.testing import TestClock
 
@@ -223,3 +226,37 @@ def test_an_index_declared_after_the_writes_covers_existing_documents(app: App) 
         ).fetchone()[0]
     assert count == 5
     assert [s.id for s in orders.where("status", "==", "paid").get()] == ["o1", "o3"]
+
+
+def test_a_writer_waits_for_a_lock_within_the_busy_timeout(app: App, db_path: Path) -> None:
+    _ = app.store
+    other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, other.execute, ["ROLLBACK"])
+        release.start()
+        started = time.monotonic()
+        app.db.document("docs/a").set({"n": 1})  # waits for the other writer, then commits
+        assert time.monotonic() - started >= 0.25
+        release.join()
+        assert app.db.document("docs/a").get().exists
+    finally:
+        other.close()
+
+
+def test_a_lock_held_past_the_busy_timeout_is_a_store_error(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
+    app = App(f"sqlite:///{db_path}")
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        _ = app.store
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError, match="locked"):
+            app.db.document("docs/a").set({"n": 1})
+        other.execute("ROLLBACK")
+        app.db.document("docs/a").set({"n": 1})
+    finally:
+        other.close()
+        app.close()
