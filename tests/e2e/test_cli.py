@@ -192,3 +192,43 @@ def test_demo_tells_the_story_and_exits_zero(run: Run) -> None:
     assert "charge_on_order" in out
     assert "oncefire dlq replay" in out  # how to replay it
     assert "orders charged: 2" in out
+
+
+APP_SOURCE = """
+from oncefire import App
+
+app = App()
+seen = []
+
+
+@app.on_document_created("orders/{o}")
+def charge(event):
+    app.db.document(f"charged/{event.params['o']}").set({"by": "charge"})
+"""
+
+
+def test_drain_loads_the_app_from_a_file_and_runs_its_deliveries(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(APP_SOURCE)
+    assert run("drain", "shop.py").returncode == 0  # registers the functions in the store
+    assert run("doc", "set", "orders/o1", '{"amount": 5}').returncode == 0
+    result = run("drain", "shop.py:app")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"attempts": 1, "outcomes": {"succeeded": 1}}
+    assert json.loads(run("doc", "get", "charged/o1").stdout) == {"by": "charge"}
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("missing.py", ("No such file",)),
+        ("no_such_module_xyz", ("Cannot import",)),
+        ("shop.py:seen", ("is not an oncefire App",)),
+        ("empty.py", ("holds 0 oncefire Apps",)),
+    ],
+)
+def test_a_bad_app_target_is_one_line(
+    run: Run, tmp_path: Path, target: str, words: tuple[str]
+) -> None:
+    (tmp_path / "shop.py").write_text(APP_SOURCE)
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    assert_user_error(run("drain", target), *words)
