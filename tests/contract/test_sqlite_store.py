@@ -3,6 +3,7 @@ numbered migrations, several connections, and the field index used by equality q
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -260,3 +261,18 @@ def test_a_lock_held_past_the_busy_timeout_is_a_store_error(
     finally:
         other.close()
         app.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files in /proc")
+def test_repeated_drains_do_not_leak_connections(app: App) -> None:
+    app.on_document_created("orders/{o}")(lambda event: None)
+
+    def write_and_drain(n: int) -> None:
+        app.db.document(f"orders/o{n}").set({"n": n})
+        assert app.drain()["succeeded"] == 1
+
+    write_and_drain(0)
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(1, 40):
+        write_and_drain(n)
+    assert len(os.listdir("/proc/self/fd")) - before < 10

@@ -199,13 +199,14 @@ class SqliteStore:
         self._local = threading.local()
         self._shared: sqlite3.Connection | None = None
         self._shared_lock = threading.RLock()
-        self._all: list[sqlite3.Connection] = []
+        # Each connection with the thread it serves (None: shared), so a dead thread's is closed.
+        self._all: list[tuple[threading.Thread | None, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
         self.migrate()
 
     # -- connections -------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, owner: threading.Thread | None) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 ":memory:" if self.is_memory else self.path,
@@ -223,7 +224,13 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"Cannot open the SQLite store at {self.path!r}: {exc}.") from exc
         with self._all_lock:
-            self._all.append(conn)
+            kept = []
+            for thread, other in self._all:
+                if thread is None or thread.is_alive():
+                    kept.append((thread, other))
+                else:
+                    other.close()  # its thread ended (a drain's pool): do not leak its files
+            self._all = [*kept, (owner, conn)]
         return conn
 
     @contextmanager
@@ -231,12 +238,12 @@ class SqliteStore:
         if self.is_memory:
             with self._shared_lock:
                 if self._shared is None:
-                    self._shared = self._connect()
+                    self._shared = self._connect(None)
                 yield self._shared
             return
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = self._connect()
+            conn = self._local.conn = self._connect(threading.current_thread())
         yield conn
 
     @contextmanager
@@ -276,7 +283,7 @@ class SqliteStore:
 
     def close(self) -> None:
         with self._all_lock:
-            for conn in self._all:
+            for _, conn in self._all:
                 conn.close()
             self._all.clear()
         self._local = threading.local()
