@@ -43,6 +43,7 @@ class Schedule:
     spec: str
     interval: float | None
     cron: tuple[frozenset[int], ...] | None
+    is_either_day: bool = False  # day of month and weekday both restricted: either one matches
 
     @classmethod
     def parse(cls, spec: str) -> Schedule:
@@ -61,7 +62,8 @@ class Schedule:
                 "5-field cron string like '*/5 * * * *'."
             )
         fields = tuple(_field(p, lo, hi, spec) for p, (lo, hi) in zip(parts, _RANGES, strict=True))
-        return cls(spec, None, fields)
+        is_either_day = not parts[2].startswith("*") and not parts[4].startswith("*")
+        return cls(spec, None, fields, is_either_day)
 
     def next_after(self, now: float) -> float:
         """The first tick strictly after `now` (seconds since the epoch)."""
@@ -74,7 +76,9 @@ class Schedule:
         day = start.replace(hour=0, minute=0)
         # Day by day over eight years: a 29 February can be that far from the next one.
         for _ in range(366 * 8 + 1):
-            if day.day in days and day.month in months and (day.weekday() + 1) % 7 in weekdays:
+            in_month, on_weekday = day.day in days, (day.weekday() + 1) % 7 in weekdays
+            is_day = (in_month or on_weekday) if self.is_either_day else in_month and on_weekday
+            if is_day and day.month in months:
                 for hour in sorted(hours):
                     for minute in sorted(minutes):
                         moment = day.replace(hour=hour, minute=minute)

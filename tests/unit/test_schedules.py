@@ -46,6 +46,11 @@ def test_an_interval_ticks_on_its_multiples_strictly_after_now() -> None:
         ("0 12 * * 1-5", "2030-01-05T13:00:00", "2030-01-07T12:00:00"),  # Sat -> Mon
         ("15,45 * * * *", "2030-01-01T10:16:00", "2030-01-01T10:45:00"),
         ("0 0 29 2 *", "2030-01-01T00:00:00", "2032-02-29T00:00:00"),
+        # day of month and weekday both given: either matches, as in every cron
+        ("0 0 13 * 5", "2030-01-01T00:00:00", "2030-01-04T00:00:00"),  # Friday the 4th
+        ("0 0 13 * 5", "2030-01-12T00:00:00", "2030-01-13T00:00:00"),  # the 13th, a Sunday
+        # ...but a field starting with * counts as unrestricted (Vixie cron): both must match
+        ("0 0 */10 * 1", "2030-01-01T00:00:00", "2030-01-21T00:00:00"),
     ],
 )
 def test_cron_next_tick(spec: str, now: str, expected: str) -> None:
