@@ -310,3 +310,40 @@ def test_duplicate_delivery_runs_the_function_again_and_tx_claim_keeps_one_effec
     assert app.db.document("stats/orders").get().get("n") == 1
     states = app.store.delivery_states(event.id)
     assert states == [("count_order", "succeeded", 1)] * 3
+
+
+def test_claim_respects_max_instances_without_starving_other_functions(
+    app: App, clock: TestClock
+) -> None:
+    @app.on_document_created("bulk/{b}", max_instances=2)
+    def bulk(event: Event) -> None: ...
+
+    @app.on_document_created("orders/{o}")
+    def charge(event: Event) -> None: ...
+
+    with app.db.transaction() as tx:
+        for n in range(60):
+            tx.set(app.db.document(f"bulk/b{n}"), {"n": n})
+    clock.advance(1)
+    app.db.document("orders/o1").set({"n": 1})
+    caps = {"bulk": 2}
+    first = claim(app, limit=8, caps=caps)
+    assert sorted(c.function for c in first) == ["bulk", "bulk", "charge"]
+    assert claim(app, limit=8, caps=caps) == []  # bulk is at its cap
+    bulk_lease = next(c.lease for c in first if c.function == "bulk")
+    assert app.store.complete(bulk_lease, AttemptResult("succeeded", clock.now()))
+    assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk"]
+    clock.advance(LEASE)  # running deliveries whose lease ran out do not hold a slot
+    assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk", "bulk"]
+
+
+def test_claim_takes_the_oldest_due_deliveries_first_up_to_the_limit(
+    app: App, clock: TestClock
+) -> None:
+    register_noop(app)
+    for n in range(5):
+        app.db.document(f"orders/o{n}").set({"n": n})
+        clock.advance(1)
+    claimed = claim(app, limit=3)
+    assert [c.event.source for c in claimed] == ["orders/o0", "orders/o1", "orders/o2"]
+    assert [c.event.source for c in claim(app, limit=3)] == ["orders/o3", "orders/o4"]

@@ -366,27 +366,28 @@ class SqliteStore:
         if not functions:
             return []
         with self._tx() as conn:
-            query = (
-                "SELECT id, function, attempt, event_id FROM oncefire_deliveries"
-                f" WHERE state = 'pending' AND run_at <= ? AND function IN ({_marks(functions)})"
-            )
-            args: list[Any] = [now, *functions]
-            if delivery_ids is not None:
-                query += f" AND id IN ({_marks(delivery_ids)})"
-                args += list(delivery_ids)
-            query += " ORDER BY run_at, id LIMIT ?"
-            args.append(limit * 4 if caps else limit)
-            candidates = conn.execute(query, args).fetchall()
             room = self._room(conn, caps, now)
-            chosen: list[tuple[int, str, int, str, str]] = []
-            for delivery_id, function, attempt, event_id in candidates:
-                if len(chosen) == limit:
-                    break
-                if function in room:
-                    if room[function] <= 0:
-                        continue
-                    room[function] -= 1
-                chosen.append((delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex))
+            # The uncapped functions, then each capped function up to its room: a capped
+            # function's backlog never hides another function's due deliveries.
+            uncapped = [f for f in functions if f not in room]
+            groups = [(uncapped, limit)] if uncapped else []
+            groups += [([f], min(room[f], limit)) for f in functions if room.get(f, 0) > 0]
+            candidates: list[tuple[float, int, str, int, str]] = []
+            for names, most in groups:
+                query = (
+                    "SELECT run_at, id, function, attempt, event_id FROM oncefire_deliveries"
+                    f" WHERE state = 'pending' AND run_at <= ? AND function IN ({_marks(names)})"
+                )
+                args: list[Any] = [now, *names]
+                if delivery_ids is not None:
+                    query += f" AND id IN ({_marks(delivery_ids)})"
+                    args += list(delivery_ids)
+                query += " ORDER BY run_at, id LIMIT ?"
+                candidates += conn.execute(query, [*args, most]).fetchall()
+            chosen = [
+                (delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex)
+                for _, delivery_id, function, attempt, event_id in sorted(candidates)[:limit]
+            ]
             if not chosen:
                 return []
             conn.executemany(
