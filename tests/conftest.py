@@ -68,6 +68,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def postgres_store_url() -> str:
+    """A fresh, empty PostgreSQL store (for tests of PostgreSQL-only behaviour)."""
+    require_postgres()
+    reset_postgres()
+    return postgres_url()
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A fresh SQLite file (for tests of SQLite-only behaviour)."""
     return f"sqlite:///{tmp_path}/oncefire.db"

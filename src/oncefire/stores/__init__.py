@@ -17,7 +17,7 @@ def open_store(settings: Settings) -> Store:
     if url.startswith(("postgresql:", "postgres:")):
         from oncefire.stores.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, pool_max=settings.concurrency + 2)
     raise ConfigError(
         f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
         "postgresql://user@host/db."

@@ -1,0 +1,98 @@
+"""Wake idle workers when work arrives: LISTEN on one connection of its own, polling behind it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+
+from oncefire.stores.postgres_pool import CONNECT_TIMEOUT, connect_options
+from oncefire.stores.postgres_tx import CHANNEL, Connection
+
+RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
+
+
+class Listener:
+    """A LISTENing connection that reopens itself after it drops, and never raises."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The server process of the listening connection, if one is open."""
+        conn = self._conn
+        return None if conn is None or conn.closed else conn.info.backend_pid
+
+    def wait(self, timeout: float) -> None:
+        """Sleep up to timeout; return early on a notification, or when one may have been
+        missed (the connection was just opened or just dropped)."""
+        deadline = time.monotonic() + timeout
+        if not self._lock.acquire(timeout=max(timeout, 0.0)):
+            return  # another thread is listening; its wake-up is as good as ours
+        try:
+            conn, is_new = self._connection()
+            if is_new:
+                return  # notifications sent while nobody listened are lost: look for work now
+            if conn is not None:
+                try:
+                    for _ in conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                        pass
+                    for _ in conn.notifies(timeout=0.0):  # those already queued count as one
+                        pass
+                    return
+                except psycopg.Error:
+                    self._drop()
+                    return  # the server may already be back: let the caller look
+        finally:
+            self._lock.release()
+        left = deadline - time.monotonic()
+        if left > 0:
+            time.sleep(left)  # no listening connection: a plain poll
+
+    def _connection(self) -> tuple[Connection | None, bool]:
+        """The listening connection and whether it is new; None while the server is away."""
+        if self._conn is not None and not self._conn.closed:
+            return self._conn, False
+        if time.monotonic() < self._retry_at:
+            return None, False  # the last attempt failed a moment ago
+        try:
+            conn = psycopg.connect(
+                self.url,
+                autocommit=True,
+                **connect_options(
+                    self.url,
+                    connect_timeout=CONNECT_TIMEOUT,
+                    application_name="oncefire-listener",
+                    # A silently dead peer (a cable, a failover) is noticed within about 25 s.
+                    keepalives=1,
+                    keepalives_idle=10,
+                    keepalives_interval=5,
+                    keepalives_count=3,
+                ),
+            )
+        except psycopg.Error:
+            self._retry_at = time.monotonic() + RELISTEN_EVERY
+            return None, False
+        try:
+            conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.Error:
+            conn.close()
+            self._retry_at = time.monotonic() + RELISTEN_EVERY
+            return None, False
+        self._conn = conn
+        return conn, True
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
+
+    def close(self) -> None:
+        """Close the listening connection (a later wait() opens a new one)."""
+        with self._lock:
+            self._drop()

@@ -1,0 +1,213 @@
+"""Document and outbox operations inside one PostgreSQL transaction.
+
+A write transaction locks what it reads: the row (FOR UPDATE) and, through a transaction-scoped
+advisory lock, the key itself, so that two writers of a key that has no row yet still run one
+after the other, as SQLite's BEGIN IMMEDIATE makes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+
+from oncefire import codec
+from oncefire.events import StoredEvent
+from oncefire.stores.base import FunctionRecord, IdempotencyRecord
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+CHANNEL = "oncefire"  # the NOTIFY channel; payloads carry delivery ids only, never data
+MAX_NOTIFY_IDS = 50  # more deliveries than this in one statement notify with an empty payload
+
+
+def lock_key(kind: str, key: str) -> int:
+    """The advisory lock id of a key: a signed 64-bit hash, namespaced by kind."""
+    digest = hashlib.blake2b(f"oncefire:{kind}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def notifying(source: str) -> str:
+    """A SELECT of the ids in `source` (a CTE of delivery ids) that also wakes listening
+    workers when the transaction commits; it returns no row, and wakes none, for no ids."""
+    return (
+        "SELECT array_agg(id ORDER BY id), pg_notify(%(channel)s, CASE WHEN count(*) <="
+        f" {MAX_NOTIFY_IDS} THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)"
+        f" FROM {source} HAVING count(*) > 0"
+    )
+
+
+class PostgresTx:
+    """Document and outbox operations inside one PostgreSQL transaction."""
+
+    def __init__(self, conn: Connection, *, is_write: bool) -> None:
+        self.conn = conn
+        self.is_write = is_write
+        # Read once a transaction: a batch of writes asks for them again and again, and a
+        # registration committed meanwhile counts as later than this transaction.
+        self._functions: list[FunctionRecord] | None = None
+        self._index_fields: dict[str, list[str]] = {}
+
+    def _lock(self, kind: str, key: str) -> None:
+        # Serializes writers of one key, including a key whose row does not exist yet.
+        if self.is_write:
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(kind, key),))
+
+    def get_document(self, path: str) -> dict[str, Any] | None:
+        self._lock("document", path)
+        row = self.conn.execute(
+            "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = %s"
+            + (" FOR UPDATE" if self.is_write else ""),
+            (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"data": row[0], "create_time": row[1], "update_time": row[2]}
+
+    def put_document(
+        self, path: str, collection: str, data_json: str, create_time: float, update_time: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
+            " VALUES (%s, %s, %s::jsonb, %s, %s) ON CONFLICT (path) DO UPDATE"
+            " SET data = excluded.data, update_time = excluded.update_time",
+            (path, collection, data_json, create_time, update_time),
+        )
+
+    def delete_document(self, path: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_documents WHERE path = %s", (path,))
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = %s", (path,))
+
+    def list_documents(
+        self, collection: str, equals: tuple[str, str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        if equals is None:
+            cursor = self.conn.execute(
+                "SELECT path, data, create_time, update_time FROM oncefire_documents"
+                " WHERE collection = %s ORDER BY path",
+                (collection,),
+            )
+        else:
+            field, value = equals
+            cursor = self.conn.execute(
+                "SELECT d.path, d.data, d.create_time, d.update_time FROM oncefire_index_entries i"
+                " JOIN oncefire_documents d ON d.path = i.path WHERE i.collection = %s"
+                " AND i.field = %s AND md5(i.value) = md5(%s) AND i.value = %s ORDER BY d.path",
+                (collection, field, value, value),
+            )
+        for path, data, created, updated in cursor.fetchall():
+            yield path, {"data": data, "create_time": created, "update_time": updated}
+
+    def index_fields(self, collection: str) -> list[str]:
+        if collection not in self._index_fields:
+            rows = self.conn.execute(
+                "SELECT field FROM oncefire_index_fields WHERE collection = %s ORDER BY field",
+                (collection,),
+            )
+            self._index_fields[collection] = [r[0] for r in rows]
+        return list(self._index_fields[collection])
+
+    def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = %s", (path,))
+        if entries:
+            self.conn.execute(
+                "INSERT INTO oncefire_index_entries (collection, field, value, path)"
+                " SELECT %s, f, v, %s FROM unnest(%s::text[], %s::text[]) AS x (f, v)",
+                (collection, path, list(entries), list(entries.values())),
+            )
+
+    def functions(self) -> list[FunctionRecord]:
+        if self._functions is None:
+            rows = self.conn.execute(
+                "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
+                " ORDER BY position"
+            )
+            self._functions = [
+                FunctionRecord(r[0], r[1], r[2], tuple(r[3].split(",")), r[4]) for r in rows
+            ]
+        return list(self._functions)
+
+    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_events (id, type, source, time, data, size)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s) ON CONFLICT (id) DO NOTHING",
+            (event.id, event.type, event.source, event.time, codec.dumps(event.data), event.size),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self._insert_deliveries(event.id, functions, run_at, event.time)
+        return True
+
+    def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
+        """New pending deliveries of an existing event (a redelivery); their ids."""
+        return self._insert_deliveries(event_id, functions, run_at, run_at)
+
+    def _insert_deliveries(
+        self, event_id: str, functions: Sequence[str], run_at: float, created_at: float
+    ) -> list[int]:
+        if not functions:
+            return []
+        row = self.conn.execute(
+            "WITH added AS (INSERT INTO oncefire_deliveries (event_id, function, state, run_at,"
+            " created_at) SELECT %(event)s, f.name, 'pending', %(run_at)s, %(created_at)s"
+            " FROM unnest(%(names)s::text[]) WITH ORDINALITY AS f (name, n) ORDER BY f.n"
+            " RETURNING id) " + notifying("added"),
+            {
+                "event": event_id,
+                "run_at": run_at,
+                "created_at": created_at,
+                "names": list(functions),
+                "channel": CHANNEL,
+            },
+        ).fetchone()
+        return [] if row is None else [int(i) for i in row[0]]
+
+    def claim_key(self, key: str, now: float, expires_at: float) -> bool:
+        # No advisory lock needed: a second INSERT of the key waits on the first one's index
+        # entry, then sees its commit (conflict: False) or its rollback (insert: True).
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_claims (key, created_at, expires_at) VALUES (%s, %s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,"
+            " expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= %s",
+            (key, now, expires_at, now),
+        )
+        return cursor.rowcount == 1
+
+    def record_dedupe(self, function: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (%s, %s)", (function, now)
+        )
+
+    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
+        self._lock("idempotency", key)
+        row = self.conn.execute(
+            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
+            " FROM oncefire_idempotency WHERE key = %s" + (" FOR UPDATE" if self.is_write else ""),
+            (key,),
+        ).fetchone()
+        return None if row is None else IdempotencyRecord(*row)
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash,"
+            " lease_until, expires_at, result) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET function = excluded.function,"
+            " status = excluded.status, token = excluded.token,"
+            " payload_hash = excluded.payload_hash, lease_until = excluded.lease_until,"
+            " expires_at = excluded.expires_at, result = excluded.result",
+            (
+                record.key,
+                record.function,
+                record.status,
+                record.token,
+                record.payload_hash,
+                record.lease_until,
+                record.expires_at,
+                record.result_json,
+            ),
+        )
+
+    def delete_idempotency(self, key: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = %s", (key,))

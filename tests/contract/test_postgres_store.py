@@ -1,0 +1,349 @@
+"""PostgreSQL-only behaviour: NOTIFY wakes workers, a dropped listener or pooled connection is
+replaced, migrations and max_instances hold across connections that share only the database,
+and a missing driver says what to install."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+
+from oncefire import App, codec
+from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
+from oncefire.events import StoredEvent
+from oncefire.stores.base import AttemptResult, DeadLetterFilter, FunctionRecord, Lease
+from oncefire.stores.postgres import PostgresStore
+
+NOW = 1_800_000_000.0
+LEASE = 30.0
+
+
+@pytest.fixture
+def open_store(postgres_store_url: str) -> Iterator[Callable[..., PostgresStore]]:
+    """Open PostgresStores on one fresh database (each its own pool, like separate machines)."""
+    stores: list[PostgresStore] = []
+
+    def build(**kwargs: int) -> PostgresStore:
+        store = PostgresStore(postgres_store_url, **kwargs)
+        stores.append(store)
+        return store
+
+    yield build
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def admin(postgres_store_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A plain connection to look at and disturb the server from outside the store."""
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+        yield conn
+
+
+def add_pending(store: PostgresStore, count: int, function: str = "f") -> None:
+    """Commit `count` events, each with one pending delivery to `function`."""
+    store.register_functions(
+        [FunctionRecord(function, "message", "t", ("message.published",), NOW)]
+    )
+    with store.transaction() as tx:
+        for n in range(count):
+            payload = {"data": n, "attributes": {}}
+            event = StoredEvent(codec.new_id(NOW), "message.published", "t", NOW, payload, 10)
+            tx.append(event, [function], NOW)
+
+
+def claim(store: PostgresStore, worker: str, limit: int, caps: dict[str, int]) -> list[int]:
+    claimed = store.claim(
+        worker=worker,
+        now=NOW,
+        lease_until=NOW + LEASE,
+        limit=limit,
+        functions=["f"],
+        caps=caps,
+    )
+    return [c.lease.delivery_id for c in claimed]
+
+
+def timed_wait(store: PostgresStore, timeout: float, then: Callable[[], None]) -> float:
+    """Seconds store.wait(timeout) took while `then` runs 0.2 s after it started waiting."""
+    timer = threading.Timer(0.2, then)
+    started = time.monotonic()
+    timer.start()
+    try:
+        store.wait(timeout)
+        return time.monotonic() - started
+    finally:
+        timer.join()
+
+
+# -- waking workers ---------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_a_notification_wakes_a_waiting_store_at_once(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    waiter, writer = open_store(), open_store()
+    waiter.wait(0)  # opens the listening connection
+    elapsed = timed_wait(waiter, 10, lambda: add_pending(writer, 1))
+    assert 0.15 < elapsed < 5
+
+
+@pytest.mark.postgres
+def test_without_notifications_wait_polls_for_its_timeout(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    store = open_store()
+    store.wait(0)
+    started = time.monotonic()
+    store.wait(0.3)
+    assert time.monotonic() - started >= 0.25
+
+
+@pytest.mark.postgres
+def test_notifications_carry_delivery_ids_and_only_for_work_due_now(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    store = open_store()
+    admin.execute("LISTEN oncefire")
+    add_pending(store, 1)
+    [note] = admin.notifies(timeout=2, stop_after=1)
+    [first] = take(store, NOW)
+    assert note.payload == str(first.delivery_id)  # ids only, never data
+    assert store.retry(first, AttemptResult("failed", NOW, "boom"), NOW + 60)
+    assert list(admin.notifies(timeout=0.2)) == []  # due in a minute: nobody to wake yet
+    [second] = take(store, NOW + 60)
+    assert store.retry(second, AttemptResult("failed", NOW + 60, "boom"), NOW + 60)
+    assert [n.payload for n in admin.notifies(timeout=2, stop_after=1)] == [note.payload]
+    [third] = take(store, NOW + 60)
+    assert store.bury(third, AttemptResult("failed", NOW + 60, "boom"), "boom", None)
+    assert store.replay(DeadLetterFilter(), NOW + 61, None) == 1
+    assert [n.payload for n in admin.notifies(timeout=2, stop_after=1)] == [note.payload]
+
+
+def take(store: PostgresStore, now: float) -> list[Lease]:
+    claimed = store.claim(
+        worker="w", now=now, lease_until=now + LEASE, limit=5, functions=["f"], caps={}
+    )
+    return [c.lease for c in claimed]
+
+
+@pytest.mark.postgres
+def test_the_listener_reconnects_after_its_connection_is_terminated(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    waiter, writer = open_store(), open_store()
+    waiter.wait(0)
+    old = waiter._listener.backend_pid
+    assert old is not None
+    admin.execute("SELECT pg_terminate_backend(%s, 5000)", (old,))
+    waiter.wait(1)  # notices the drop without raising
+    waiter.wait(1)  # listens again
+    new = waiter._listener.backend_pid
+    assert new is not None and new != old
+    assert timed_wait(waiter, 10, lambda: add_pending(writer, 1)) < 5
+
+
+# -- a lost connection ------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_a_pooled_connection_terminated_while_idle_is_replaced(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    store = open_store(pool_min=1, pool_max=1)
+    [(pid,)] = store._db.run("SELECT pg_backend_pid()")
+    admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+    add_pending(store, 2)  # a write transaction on a fresh connection
+    assert store.next_due(["f"]) == NOW
+    [(new,)] = store._db.run("SELECT pg_backend_pid()")
+    assert new != pid
+
+
+@pytest.mark.postgres
+def test_a_connection_lost_inside_a_transaction_fails_it_with_a_store_error(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    store = open_store(pool_min=1, pool_max=1)
+    add_pending(store, 1)
+    with pytest.raises(StoreError), store.transaction() as tx:
+        [(pid,)] = tx.conn.execute("SELECT pg_backend_pid()").fetchall()
+        admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        tx.functions()
+    assert store.next_due(["f"]) == NOW  # and the next call works
+
+
+def test_an_unreachable_server_is_a_one_line_store_error() -> None:
+    with pytest.raises(StoreError, match="Cannot connect to the PostgreSQL store"):
+        PostgresStore("postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
+
+
+# -- migrations -------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_concurrent_first_use_migrates_once(
+    postgres_store_url: str, admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    start = threading.Barrier(5)
+    opened: list[PostgresStore] = []
+    errors: list[BaseException] = []
+
+    def first_use() -> None:
+        start.wait()
+        try:
+            opened.append(PostgresStore(postgres_store_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_use) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in opened:
+        store.close()
+    assert errors == []
+    assert admin.execute("SELECT version FROM oncefire_schema").fetchall() == [(1,)]
+    tables = admin.execute(
+        "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'oncefire\\_%'"
+        " AND schemaname = current_schema()"
+    ).fetchone()
+    assert tables is not None and tables[0] == 11  # every table is prefixed
+
+
+@pytest.mark.postgres
+def test_a_newer_schema_is_refused(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    open_store().close()
+    admin.execute("INSERT INTO oncefire_schema (version) VALUES (99)")
+    with pytest.raises(SchemaVersionError, match=r"at 99 .* upgrade oncefire"):
+        open_store()
+
+
+# -- claiming across processes ----------------------------------------------------------
+
+
+def race(stores: list[PostgresStore], work: Callable[[PostgresStore, str], list[int]]) -> list[int]:
+    """Run work(store, name) on every store at once; all the ids they returned."""
+    start = threading.Barrier(len(stores))
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def run(store: PostgresStore, name: str) -> None:
+        start.wait()
+        ids = work(store, name)
+        with lock:
+            taken.extend(ids)
+
+    threads = [
+        threading.Thread(target=run, args=(store, f"w{n}")) for n, store in enumerate(stores)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return taken
+
+
+@pytest.mark.postgres
+def test_max_instances_holds_across_stores_sharing_one_database(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    stores = [open_store(pool_max=2) for _ in range(6)]
+    add_pending(stores[0], 20)
+    taken = race(stores, lambda store, name: claim(store, name, 5, {"f": 3}))
+    assert len(taken) == 3
+    assert claim(stores[0], "late", 5, {"f": 3}) == []  # the three leases still run
+
+
+@pytest.mark.postgres
+def test_concurrent_claims_take_each_delivery_once(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    stores = [open_store(pool_max=2) for _ in range(4)]
+    add_pending(stores[0], 120)
+
+    def drain(store: PostgresStore, name: str) -> list[int]:
+        ids: list[int] = []
+        while batch := claim(store, name, 7, {}):
+            ids += batch
+        return ids
+
+    taken = race(stores, drain)
+    assert len(taken) == 120
+    assert len(set(taken)) == 120
+
+
+# -- write transactions serialize on a key, even one with no row yet -----------------------
+
+
+def run_at_once(count: int, body: Callable[[], object]) -> list[object]:
+    """Run body in `count` threads released together; what each returned."""
+    start = threading.Barrier(count)
+    results: list[object] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        start.wait()
+        result = body()
+        with lock:
+            results.append(result)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@pytest.mark.postgres
+def test_concurrent_creators_of_a_missing_document_run_one_after_the_other(
+    postgres_store_url: str,
+) -> None:
+    app = App(postgres_store_url)
+    ref = app.db.document("counters/c1")
+
+    def bump() -> None:
+        with app.db.transaction() as tx:
+            snap = tx.get(ref)
+            tx.set(ref, {"n": (snap.get("n") if snap.exists else 0) + 1})
+
+    try:
+        run_at_once(6, bump)
+        assert ref.get().to_dict() == {"n": 6}
+    finally:
+        app.close()
+
+
+@pytest.mark.postgres
+def test_one_of_many_concurrent_claims_of_a_key_wins(postgres_store_url: str) -> None:
+    app = App(postgres_store_url)
+
+    def claim_key() -> object:
+        with app.db.transaction() as tx:
+            return tx.claim("event-1")
+
+    try:
+        assert sorted(map(bool, run_at_once(6, claim_key))) == [False] * 5 + [True]
+    finally:
+        app.close()
+
+
+# -- the optional dependency ------------------------------------------------------------
+
+
+def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.setitem(sys.modules, "psycopg_pool", None)
+    for name in ("postgres", "postgres_tx", "postgres_pool", "postgres_listener"):
+        monkeypatch.delitem(sys.modules, f"oncefire.stores.{name}", raising=False)
+    app = App("postgresql://postgres@127.0.0.1:1/none")
+    with pytest.raises(MissingDependencyError, match=r"pip install 'oncefire\[postgres\]'"):
+        app.store  # noqa: B018 - opening the store imports the driver
