@@ -97,6 +97,28 @@ def demo(store: str | None) -> None:
     load_module(path).main()
 
 
+def serve_workers(
+    app_target: str, store: str | None, processes: int, concurrency: int | None, verbose: bool
+) -> None:
+    """Supervise the app's worker processes until SIGTERM or SIGINT."""
+    configure_logging(verbose)
+    if processes < 1:
+        raise click.BadParameter("--processes must be at least 1.")
+    if concurrency is not None and concurrency < 1:
+        raise click.BadParameter("--concurrency must be at least 1.")
+    from oncefire.supervisor import serve
+
+    status = serve(
+        app_target,
+        store=store,
+        processes=processes,
+        concurrency=concurrency,
+        is_verbose=verbose,
+    )
+    if status:
+        raise SystemExit(status)
+
+
 @main.command()
 @click.argument("app_target", metavar="APP")
 @store_option
@@ -108,29 +130,21 @@ def worker(
     app_target: str, store: str | None, processes: int, concurrency: int | None, verbose: bool
 ) -> None:
     """Serve an app's functions until SIGTERM (APP is module:app or path/file.py)."""
-    configure_logging(verbose)
-    if processes < 1:
-        raise click.BadParameter("--processes must be at least 1.")
-    from oncefire.supervisor import serve
-
-    serve(app_target, store=store, processes=processes, concurrency=concurrency)
+    serve_workers(app_target, store, processes, concurrency, verbose)
 
 
 @main.command()
 @click.argument("app_target", metavar="APP")
 @store_option
-@click.option("--processes", default=1, show_default=True)
-@click.option("--concurrency", default=None, type=int)
+@click.option("--processes", default=1, show_default=True, help="Worker processes to supervise.")
+@click.option("--concurrency", default=None, type=int, help="Attempts each process runs at once.")
 @click.option("-v", "--verbose", is_flag=True)
 @friendly
 def run(
     app_target: str, store: str | None, processes: int, concurrency: int | None, verbose: bool
 ) -> None:
     """Run everything an app needs: its workers (and later its dashboard and HTTP functions)."""
-    configure_logging(verbose)
-    from oncefire.supervisor import serve
-
-    serve(app_target, store=store, processes=processes, concurrency=concurrency)
+    serve_workers(app_target, store, processes, concurrency, verbose)
 
 
 @main.command()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 import traceback
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,18 +74,13 @@ def classify(trigger: Trigger, exc: BaseException) -> Ending:
 
 
 def call(app: App, trigger: Trigger, event: Event) -> Ending:
-    """Run the function once in this thread; async functions get their own loop and timeout."""
+    """Run the function once in this thread (an async one on a loop of its own)."""
+    if trigger.is_async:
+        return asyncio.run(call_async(app, trigger, event))
     token = CURRENT_EVENT.set(event)
     app_token = CURRENT_APP.set(app)
     try:
-        if trigger.is_async:
-            asyncio.run(_call_async(trigger, event))
-        else:
-            trigger.fn(event)
-    except TimeoutError as exc:
-        if trigger.is_async and str(exc) == "oncefire-timeout":
-            return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
-        return classify(trigger, exc)
+        trigger.fn(event)
     except BaseException as exc:
         return classify(trigger, exc)
     finally:
@@ -91,14 +89,65 @@ def call(app: App, trigger: Trigger, event: Event) -> Ending:
     return Ending(Outcome.SUCCEEDED)
 
 
-async def _call_async(trigger: Trigger, event: Event) -> Any:
+async def call_async(app: App, trigger: Trigger, event: Event) -> Ending:
+    """Await an async function once, cancelling it when it runs past its timeout."""
+    # Each task runs in a copy of the context, so these settings stay with this attempt.
+    CURRENT_EVENT.set(event)
+    CURRENT_APP.set(app)
+    timer = asyncio.timeout(trigger.options.timeout)
     try:
-        return await asyncio.wait_for(trigger.fn(event), trigger.options.timeout)
+        async with timer:
+            await trigger.fn(event)
     except TimeoutError as exc:
-        # Distinguish our timeout (the task was cancelled) from one the function raised.
-        if exc.__context__ is not None and isinstance(exc.__context__, asyncio.CancelledError):
-            raise TimeoutError("oncefire-timeout") from None
-        raise
+        if timer.expired():
+            return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
+        return classify(trigger, exc)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the worker is shutting down and handed this delivery back
+        return classify(trigger, exc)
+    except BaseException as exc:
+        return classify(trigger, exc)
+    return Ending(Outcome.SUCCEEDED)
+
+
+class EventLoopThread:
+    """One event loop in its own thread, shared by a worker's async functions."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="oncefire-loop", daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, Ending]) -> concurrent.futures.Future[Ending]:
+        """Schedule a coroutine on the loop; its result arrives in a thread-safe future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+            # What is still running was handed back: cancel it, then close cleanly.
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        finally:
+            self.loop.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop, cancelling what still runs; give up waiting after timeout."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.error(
+                "the event loop did not stop within %.0f s: an async function blocks it", timeout
+            )
 
 
 def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
@@ -192,4 +241,16 @@ def run(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
     else:
         ending = call(app, trigger, build_event(trigger, claimed))
     record(app, trigger, claimed, ending)
+    return ending
+
+
+async def run_async(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
+    """run() for an async function, on the worker's event loop; the store is written from a
+    thread so that a slow commit does not hold up the other functions on the loop."""
+    expired = expiry_error(trigger, claimed)
+    if expired is not None:
+        ending = Ending(Outcome.EXPIRED, expired)
+    else:
+        ending = await call_async(app, trigger, build_event(trigger, claimed))
+    await asyncio.to_thread(record, app, trigger, claimed, ending)
     return ending

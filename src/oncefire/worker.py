@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oncefire import execution, ttl
-from oncefire.execution import Ending
+from oncefire.errors import StoreError
+from oncefire.execution import Ending, EventLoopThread
 from oncefire.retry import Outcome
 from oncefire.stores.base import Claimed
 
@@ -26,9 +28,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# An attempt past its timeout gets this much longer before the worker records it as one,
-# so an async function's own cancellation is recorded first.
+# An async attempt past its timeout gets this much longer before the worker records it as
+# one, so that its own cancellation is recorded first; a sync one cannot be cancelled.
 TIMEOUT_GRACE = 0.5
+# How long the loop pauses after the store failed (a database restart) before trying again.
+STORE_BACKOFF = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,8 @@ class _InFlight:
     claimed: Claimed
     trigger: Trigger
     deadline: float
-    is_stuck: bool = False
+    is_settled: bool = False  # its result no longer counts: timed out, or its lease was lost
+    is_overdue: bool = False  # still running past its deadline
 
 
 def worker_name() -> str:
@@ -70,13 +75,13 @@ class Worker:
         self.name = worker_name()
         self.concurrency = concurrency or app.settings.concurrency
         self.functions = list(functions or app.triggers)
-        self.is_process = (
-            is_process  # a stuck sync attempt ends the process (the supervisor restarts it)
-        )
+        # An attempt that cannot be stopped ends the process (its supervisor starts another).
+        self.is_process = is_process
         self.stop_requested = threading.Event()
         self.outcomes: Counter[str] = Counter()
         self._inflight: dict[Future[Ending], _InFlight] = {}
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="oncefire-attempt")
+        self._loop: EventLoopThread | None = None  # started with the first async attempt
         self._caps = {
             name: t.options.max_instances
             for name, t in app.triggers.items()
@@ -104,8 +109,14 @@ class Worker:
         )
         for item in claimed:
             trigger = self.app.triggers[item.function]
-            deadline = time.monotonic() + trigger.options.timeout + TIMEOUT_GRACE
-            future = self._pool.submit(execution.run, self.app, trigger, item)
+            deadline = time.monotonic() + trigger.options.timeout
+            if trigger.is_async:
+                if self._loop is None:
+                    self._loop = EventLoopThread()
+                future = self._loop.submit(execution.run_async(self.app, trigger, item))
+                deadline += TIMEOUT_GRACE
+            else:
+                future = self._pool.submit(execution.run, self.app, trigger, item)
             self._inflight[future] = _InFlight(item, trigger, deadline)
         return len(claimed)
 
@@ -116,7 +127,19 @@ class Worker:
         done, _ = wait(list(self._inflight), timeout=timeout, return_when=FIRST_COMPLETED)
         for future in done:
             flight = self._inflight.pop(future)
-            if not flight.is_stuck:
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                # Most likely the store failed while recording: the lease runs out and the
+                # delivery is rescued as a crashed attempt, so nothing is lost.
+                log.error(
+                    "%s could not finish attempt %d of event %s: %s",
+                    flight.trigger.name,
+                    flight.claimed.attempt,
+                    flight.claimed.event.id,
+                    error,
+                    extra=self._extra(flight),
+                )
+            elif not flight.is_settled and not future.cancelled():
                 self.outcomes[future.result().outcome] += 1
         self._check_deadlines()
         return len(done)
@@ -124,15 +147,18 @@ class Worker:
     def _check_deadlines(self) -> None:
         now = time.monotonic()
         for flight in self._inflight.values():
-            if flight.is_stuck or now < flight.deadline:
+            if flight.is_overdue or now < flight.deadline:
                 continue
-            flight.is_stuck = True
-            ending = Ending(Outcome.TIMEOUT, f"timed out after {flight.trigger.options.timeout} s")
-            execution.record(self.app, flight.trigger, flight.claimed, ending)
-            self.outcomes[Outcome.TIMEOUT] += 1
-            if self.is_process and not flight.trigger.is_async:
-                # A thread cannot be stopped: this process stops claiming and exits once the
-                # other attempts end, and its supervisor starts a fresh one.
+            flight.is_overdue = True
+            if not flight.is_settled:
+                flight.is_settled = True
+                timeout = flight.trigger.options.timeout
+                ending = Ending(Outcome.TIMEOUT, f"timed out after {timeout} s")
+                execution.record(self.app, flight.trigger, flight.claimed, ending)
+                self.outcomes[Outcome.TIMEOUT] += 1
+            if self.is_process:
+                # A thread cannot be stopped (nor a cancelled coroutine that will not end):
+                # this process stops, and its supervisor starts a fresh one.
                 self.has_stuck_attempt = True
 
     def maintain(self, *, force: bool = False) -> None:
@@ -150,23 +176,24 @@ class Worker:
 
     def renew(self) -> None:
         """Extend the lease of every attempt still running here."""
-        leases = [f.claimed.lease for f in self._inflight.values() if not f.is_stuck]
+        leases = [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
         if not leases:
             return
         now = self.app.clock.now()
         kept = set(self.app.store.renew(leases, now, now + self.app.settings.lease))
         for flight in self._inflight.values():
-            if flight.claimed.lease not in kept and not flight.is_stuck:
-                flight.is_stuck = True  # someone else owns it now; our result will be discarded
+            if flight.claimed.lease not in kept and not flight.is_settled:
+                flight.is_settled = True  # someone else owns it now; our result is discarded
                 log.warning(
                     "%s lost the lease of delivery %d",
                     self.name,
                     flight.claimed.lease.delivery_id,
-                    extra={
-                        "delivery_id": flight.claimed.lease.delivery_id,
-                        "function": flight.trigger.name,
-                    },
+                    extra=self._extra(flight),
                 )
+
+    @staticmethod
+    def _extra(flight: _InFlight) -> dict[str, object]:
+        return {"delivery_id": flight.claimed.lease.delivery_id, "function": flight.trigger.name}
 
     def rescue(self) -> int:
         """Record a crashed attempt for each delivery whose lease ran out, and retry or bury it."""
@@ -178,8 +205,8 @@ class Worker:
                 Outcome.CRASHED,
                 f"worker died or stalled: lease ran out during attempt {item.attempt}",
             )
-            execution.record(self.app, trigger, item, ending)
-            self.outcomes[Outcome.CRASHED] += 1
+            if execution.record(self.app, trigger, item, ending):
+                self.outcomes[Outcome.CRASHED] += 1
         return len(expired)
 
     # -- entry points ------------------------------------------------------------------
@@ -197,36 +224,71 @@ class Worker:
         return self.summary()
 
     def run(self) -> None:
-        """Serve until stop_requested is set, then shut down gracefully."""
-        settings = self.app.settings
+        """Serve until stop_requested is set (or an attempt is stuck), then shut down."""
         log.info("worker %s serving %d function(s)", self.name, len(self.functions))
-        self.maintain(force=True)
-        while not self.stop_requested.is_set():
-            started = self.claim_and_start()
-            self.maintain()
-            if self.has_stuck_attempt and not any(not f.is_stuck for f in self._inflight.values()):
-                log.error("worker %s has a stuck attempt past its timeout: exiting", self.name)
-                break
-            if self._inflight:
-                self.collect(0.005 if started else 0.02)
-            elif started == 0:
-                self.app.store.wait(settings.poll_interval)
+        self._last_renew = self._last_sweep = -math.inf
+        while not self.stop_requested.is_set() and not self.has_stuck_attempt:
+            try:
+                self.serve_once()
+            except StoreError as exc:
+                # A database restart must not end the worker: its leases outlive a short outage.
+                log.error("worker %s: %s; trying again in %.0f s", self.name, exc, STORE_BACKOFF)
+                self._pause(STORE_BACKOFF)
+        if self.has_stuck_attempt:
+            log.error("worker %s has an attempt it cannot stop: exiting", self.name)
         self.shutdown()
+        log.info("worker %s stopped", self.name)
+
+    def serve_once(self) -> None:
+        """One turn of the loop: claim, renew and sweep when due, then wait for something."""
+        started = self.claim_and_start()
+        self.maintain()
+        if self._inflight:
+            self.collect(0.005 if started else 0.02)
+        elif started == 0:
+            self.app.store.wait(self.app.settings.poll_interval)
+
+    def _pause(self, seconds: float) -> None:
+        # Short sleeps rather than Event.wait: a signal handler sets stop_requested, and
+        # Event.set inside a handler could deadlock with an Event.wait in this thread.
+        deadline = time.monotonic() + seconds
+        while not self.stop_requested.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def shutdown(self) -> None:
         """Let in-flight attempts finish within the grace period, then hand back the rest."""
         deadline = time.monotonic() + self.app.settings.shutdown_grace
-        while self._inflight and any(not f.is_stuck for f in self._inflight.values()):
+        while any(not f.is_settled for f in self._inflight.values()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            self.collect(min(remaining, 0.1))
-            self.maintain()
-        leftovers = [f.claimed.lease for f in self._inflight.values() if not f.is_stuck]
+            try:
+                self.collect(min(remaining, 0.1))
+                if time.monotonic() - self._last_renew >= self.app.settings.renew_every:
+                    self._last_renew = time.monotonic()
+                    self.renew()
+            except StoreError as exc:
+                log.error("worker %s: %s", self.name, exc)
+                time.sleep(min(remaining, STORE_BACKOFF))
+        leftovers = [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
         if leftovers:
-            released = self.app.store.release(leftovers)
-            log.warning("worker %s handed back %d unfinished delivery(ies)", self.name, released)
+            try:
+                released = self.app.store.release(leftovers)
+            except StoreError as exc:
+                log.error(
+                    "worker %s could not hand back %d delivery(ies) (%s): their leases will run "
+                    "out and they will be retried",
+                    self.name,
+                    len(leftovers),
+                    exc,
+                )
+            else:
+                log.warning(
+                    "worker %s handed back %d unfinished delivery(ies)", self.name, released
+                )
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.stop()
 
     def summary(self) -> DrainSummary:
         """Attempts run so far by outcome."""
