@@ -176,13 +176,19 @@ class Worker:
 
     def renew(self) -> None:
         """Extend the lease of every attempt still running here."""
-        leases = [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
-        if not leases:
+        running = {
+            future: flight
+            for future, flight in self._inflight.items()
+            if not flight.is_settled and not future.done()
+        }
+        if not running:
             return
         now = self.app.clock.now()
+        leases = [flight.claimed.lease for flight in running.values()]
         kept = set(self.app.store.renew(leases, now, now + self.app.settings.lease))
-        for flight in self._inflight.values():
-            if flight.claimed.lease not in kept and not flight.is_settled:
+        for future, flight in running.items():
+            # An attempt that ended meanwhile recorded its result: its lease is gone, not lost.
+            if flight.claimed.lease not in kept and not future.done():
                 flight.is_settled = True  # someone else owns it now; our result is discarded
                 log.warning(
                     "%s lost the lease of delivery %d",

@@ -368,3 +368,28 @@ def test_the_worker_loop_outlives_a_store_that_fails_for_a_while(
     assert not thread.is_alive()
     assert app.store.delivery_states(event_id) == [("record", "succeeded", 1)]
     app.close()
+
+
+def test_an_attempt_that_ended_before_its_renewal_did_not_lose_its_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Busy workers renew while some attempts have recorded their result but not yet been
+    # collected: their lease is gone because they finished, which is not a lost lease.
+    app = App(f"sqlite:///{tmp_path}/renew.db")
+
+    @app.on_message("t")
+    def quick(event: Event) -> None:
+        pass
+
+    app.publish("t", {})
+    worker = worker_module.Worker(app)
+    try:
+        assert worker.claim_and_start() == 1
+        wait_for("the attempt to end", lambda: all(f.done() for f in worker._inflight))
+        worker.renew()
+        assert worker.collect(1.0) == 1
+        assert worker.summary()["succeeded"] == 1
+        assert "lost the lease" not in caplog.text
+    finally:
+        worker.shutdown()
+        app.close()
