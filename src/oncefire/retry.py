@@ -87,5 +87,9 @@ def decide(
         return Decision("dead", error=error)
     if not is_retry_enabled or attempt >= policy.max_attempts:
         return Decision("dead", error=error)
+    if outcome is Outcome.CRASHED:
+        # The lease that ran out was the wait: a dead worker's delivery runs again at once
+        # (within lease + sweep of the crash), still counted against the policy.
+        return Decision("pending", run_at=now, error=error)
     delay = policy.delay_after(attempt) if requested_delay is None else requested_delay
     return Decision("pending", run_at=now + delay, error=error)

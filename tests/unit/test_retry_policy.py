@@ -70,7 +70,15 @@ def test_success_succeeds() -> None:
     assert _decide(Outcome.SUCCEEDED).state == "succeeded"
 
 
-@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT, Outcome.CRASHED])
+def test_a_crashed_attempt_runs_again_at_once_until_the_last_attempt() -> None:
+    for attempt in range(1, 6):
+        decision = _decide(Outcome.CRASHED, attempt)
+        assert decision.state == "pending"
+        assert decision.run_at == NOW
+    assert _decide(Outcome.CRASHED, 6).state == "dead"
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT])
 def test_failures_retry_on_the_schedule_until_the_last_attempt(outcome: Outcome) -> None:
     for attempt, delay in zip(range(1, 6), [60, 120, 240, 480, 960], strict=True):
         decision = _decide(outcome, attempt)
