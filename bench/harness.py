@@ -1,0 +1,244 @@
+"""oncefire under test: fresh stores, worker processes, document writes and the backlog count."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import workload
+from benchlib import (
+    BENCH,
+    ONCEFIRE_PG_DB,
+    SRC,
+    WORK,
+    ensure_database,
+    log,
+    pg_url,
+    running,
+    time_drain,
+    wait_until,
+)
+
+from oncefire import App
+
+WORKER_PROCESSES = 2
+DOC = {"amount": 500, "item": "coffee beans", "note": "x" * 48}  # ~90 bytes of JSON
+PREFILL_BATCH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A store oncefire is measured on."""
+
+    kind: str  # "sqlite" or "postgres"
+    url: str
+    path: Path | None = None  # the SQLite file
+
+    @property
+    def label(self) -> str:
+        return "SQLite" if self.kind == "sqlite" else "PostgreSQL"
+
+
+def target(kind: str, tag: str = "main") -> Target:
+    """The benchmark store of a kind: a file under bench/.work or the oncefire_bench database."""
+    if kind == "sqlite":
+        WORK.mkdir(parents=True, exist_ok=True)
+        path = WORK / f"oncefire-{tag}.db"
+        return Target("sqlite", f"sqlite:///{path}", path)
+    if kind == "postgres":
+        return Target("postgres", pg_url(ONCEFIRE_PG_DB if tag == "main" else f"{tag}_bench"))
+    raise SystemExit(f"unknown store kind {kind!r}: use sqlite or postgres")
+
+
+def postgres_unavailable() -> str | None:
+    """Why oncefire cannot be measured on PostgreSQL here, or None when it can."""
+    try:
+        ensure_database(ONCEFIRE_PG_DB)
+    except Exception as exc:
+        return f"no PostgreSQL server ({str(exc).strip().splitlines()[0]})"
+    probe = target("postgres")
+    try:
+        reset(probe)
+        app = workload.build(probe.url, "noop")
+        app.db.collection("bench").document("probe").set(DOC)
+        summary = app.drain()
+        app.close()
+        if summary.attempts != 1:
+            return f"the PostgreSQL store ran {summary.attempts} attempts for one write"
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"PostgreSQL store unavailable ({type(exc).__name__}: {first})"
+    return None
+
+
+def reset(t: Target) -> None:
+    """Make the store empty: a new SQLite file, or a new schema in the benchmark database."""
+    if t.kind == "sqlite":
+        assert t.path is not None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{t.path}{suffix}").unlink(missing_ok=True)
+        return
+    import psycopg
+
+    ensure_database(t.url.rsplit("/", 1)[1])
+    with psycopg.connect(t.url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+
+
+class Backlog:
+    """Counts the deliveries not yet settled (pending or running), on its own connection."""
+
+    SQL = "SELECT count(*) FROM oncefire_deliveries WHERE state IN ('pending', 'running')"
+
+    def __init__(self, t: Target) -> None:
+        self.target = t
+        self._conn: Any
+        if t.kind == "sqlite":
+            self._conn = sqlite3.connect(str(t.path), timeout=30)
+        else:
+            import psycopg
+
+            self._conn = psycopg.connect(t.url, autocommit=True)
+
+    def __call__(self) -> int:
+        return int(self._conn.execute(self.SQL).fetchone()[0])
+
+    def count(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
+        """One value from a query of the store (for checks after a run)."""
+        if self.target.kind == "postgres":
+            sql = sql.replace("?", "%s")
+        return self._conn.execute(sql, args).fetchone()[0]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def worker_env(function: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of worker processes: this checkout's code, and the function to run."""
+    paths = [str(SRC), str(BENCH), os.environ.get("PYTHONPATH", "")]
+    return {
+        "PYTHONPATH": os.pathsep.join(p for p in paths if p),
+        "BENCH_FUNCTION": function,
+        **(extra or {}),
+    }
+
+
+def worker_command(t: Target, processes: int = WORKER_PROCESSES) -> list[str]:
+    """`oncefire worker bench/workload.py --store URL --processes N`, with this interpreter."""
+    launcher = "import sys; from oncefire.cli import main; sys.argv[0] = 'oncefire'; main()"
+    return [
+        sys.executable,
+        "-c",
+        launcher,
+        "worker",
+        str(BENCH / "workload.py"),
+        "--store",
+        t.url,
+        "--processes",
+        str(processes),
+    ]
+
+
+@contextmanager
+def workers(
+    t: Target,
+    function: str,
+    *,
+    extra_env: dict[str, str] | None = None,
+    processes: int = WORKER_PROCESSES,
+) -> Iterator[Any]:
+    """oncefire worker processes serving the benchmark function, stopped (SIGTERM) on exit."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    log_path = WORK / f"workers-{t.kind}-{function}.log"
+    with running(
+        worker_command(t, processes), env=worker_env(function, extra_env), log_path=log_path
+    ) as process:
+        yield process
+
+
+def prefill(app: App, count: int, prefix: str = "d") -> None:
+    """Write `count` documents in a few large transactions (untimed set-up of a backlog)."""
+    col = app.db.collection("bench")
+    for start in range(0, count, PREFILL_BATCH):
+        with app.db.transaction() as tx:
+            for i in range(start, min(count, start + PREFILL_BATCH)):
+                tx.set(col.document(f"{prefix}{i}"), DOC)
+
+
+def write_each(app: App, count: int, prefix: str, max_seconds: float) -> tuple[int, float]:
+    """Write documents one transaction each, as an application would; (written, seconds)."""
+    col = app.db.collection("bench")
+    t0 = time.monotonic()
+    deadline = t0 + max_seconds
+    written = 0
+    for i in range(count):
+        col.document(f"{prefix}{i}").set(DOC)
+        written += 1
+        if (written & 63) == 0 and time.monotonic() >= deadline:
+            break
+    return written, time.monotonic() - t0
+
+
+def drain_only(t: Target, function: str, n: int, max_seconds: float) -> dict[str, Any]:
+    """Pre-fill n events with no worker running, start 2 worker processes, time the drain."""
+    reset(t)
+    app = workload.build(t.url, function)
+    prefill(app, n)
+    app.close()
+    backlog = Backlog(t)
+    try:
+        with workers(t, function):
+            result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
+    finally:
+        backlog.close()
+    return result
+
+
+def end_to_end(
+    t: Target, function: str, n: int, max_seconds: float, warmup: int = 200
+) -> dict[str, Any]:
+    """Warm workers; one producer writes n documents one by one; time until all ran."""
+    reset(t)
+    app = workload.build(t.url, function)
+    app.store  # noqa: B018 - create the schema before the workers start
+    backlog = Backlog(t)
+    try:
+        with workers(t, function):
+            warmup = min(warmup, max(1, n // 2))
+            prefill(app, warmup, prefix="w")
+            wait_until(lambda: backlog() == 0, 120, "the warm-up events to drain")
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            written, write_seconds = write_each(app, n, "e", max_seconds)
+            result = time_drain(backlog, written, warmup=0, max_seconds=max_seconds, started=t0)
+    finally:
+        backlog.close()
+        app.close()
+    result["written"] = written
+    result["write_rate"] = written / write_seconds
+    result["capped"] = result["capped"] or written < n
+    return result
+
+
+def copy_store(source: Path, dest: Path) -> None:
+    """Copy a SQLite store file (the database must be checkpointed: no -wal beside it)."""
+    for suffix in ("-wal", "-shm"):
+        Path(f"{dest}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(source, dest)
+
+
+def describe_run(label: str, result: dict[str, Any]) -> None:
+    """One progress line for a measured run."""
+    rate = result.get("rate")
+    shown = f"{rate:,.0f}/s" if rate else "n/a"
+    capped = " (cut short)" if result.get("capped") else ""
+    log(f"  {label}: {shown}{capped}")

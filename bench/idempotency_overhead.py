@@ -1,0 +1,113 @@
+"""Scenario 6, idempotency overhead: the per-event cost of `tx.claim` and `@idempotent`.
+
+Four functions, each drained from a backlog of N events by 2 worker processes (as in the
+throughput scenario): `noop` and `@idempotent noop`; a transaction writing one document,
+and the same write under `if tx.claim(event.id)`. Cost per event = drain seconds / events;
+a helper's overhead is the difference to its base line. On SQLite the statements and
+commits per event are also counted (a trace callback on every connection of an in-process
+drain of 200 events), which is what "one extra statement round trip" is about.
+
+    python bench/idempotency_overhead.py --store sqlite --n 3000 --runs 3
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from typing import Any
+
+import workload
+from benchlib import common_args, log, summarize, write_json
+from harness import drain_only, prefill, reset, target
+
+VARIANTS = ("noop", "idempotent", "write", "write_claim")
+PAIRS = {"idempotent": "noop", "write_claim": "write"}
+COUNTED_EVENTS = 200
+
+
+class StatementCounter:
+    """Counts the SQL statements every SQLite connection opened from now on runs."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._connect = sqlite3.connect
+
+    def _trace(self, sql: str) -> None:
+        word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
+        with self._lock:
+            self.counts["statements"] += 1
+            if word in ("COMMIT", "END"):
+                self.counts["commits"] += 1
+
+    def install(self) -> None:
+        original = self._connect
+
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = original(*args, **kwargs)
+            conn.set_trace_callback(self._trace)
+            return conn
+
+        sqlite3.connect = connect  # type: ignore[assignment]
+
+    def uninstall(self) -> None:
+        sqlite3.connect = self._connect
+
+
+def count_statements(function: str) -> dict[str, float]:
+    """Statements and commits per event for one function, on a fresh SQLite store."""
+    t = target("sqlite", "count")
+    reset(t)
+    counter = StatementCounter()
+    counter.install()
+    try:
+        app = workload.build(t.url, function)
+        prefill(app, COUNTED_EVENTS)
+        counter.counts.clear()
+        summary = app.drain()
+        app.close()
+    finally:
+        counter.uninstall()
+    assert summary.attempts == COUNTED_EVENTS, summary
+    return {
+        "statements_per_event": counter.counts["statements"] / COUNTED_EVENTS,
+        "commits_per_event": counter.counts["commits"] / COUNTED_EVENTS,
+    }
+
+
+def main() -> None:
+    parser = common_args(__doc__ or "")
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--n", type=int, default=3000)
+    args = parser.parse_args()
+    t = target(args.store)
+    per_event: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    capped = False
+    for run in range(args.runs):
+        log(f"idempotency overhead on {t.label}, run {run + 1}/{args.runs}: {args.n:,} events")
+        for variant in VARIANTS:
+            result = drain_only(t, variant, args.n, args.max_seconds)
+            capped = capped or result["capped"]
+            per_event[variant].append(1e6 / result["rate"] if result["rate"] else float("nan"))
+            log(f"  {variant}: {per_event[variant][-1]:,.0f} us/event")
+    out: dict[str, Any] = {
+        "scenario": "idempotency_overhead",
+        "store": args.store,
+        "n": args.n,
+        "us_per_event": {v: summarize(per_event[v]) for v in VARIANTS},
+        "overhead_us": {
+            helper: summarize(
+                [a - b for a, b in zip(per_event[helper], per_event[base], strict=True)]
+            )
+            for helper, base in PAIRS.items()
+        },
+        "capped": capped,
+    }
+    if args.store == "sqlite":
+        out["sql_per_event"] = {v: count_statements(v) for v in VARIANTS}
+    write_json(args.json, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+"""bench/run_all: every scenario, oncefire and its peers, into RESULTS.md and results.json.
+
+    bench/run_all                 # default sizes, 3 runs, with the peers (a few minutes)
+    bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs)
+    bench/run_all --runs 5 --no-peers --only throughput,latency
+
+The peers are installed into bench/.venv-peers (python -m venv, then pip) on first use.
+Benchmarks use their own databases (oncefire_bench, procrastinate_bench,
+oncefire_growth_bench) and Redis db 13; nothing else is touched. Every scenario runs as its
+own process and is bounded in time; one that fails is reported as failed, the rest go on,
+and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib import (
+    BENCH,
+    PG_ADMIN_URL,
+    ROOT,
+    SRC,
+    WORK,
+    log,
+    machine,
+    write_json,
+)
+
+PEERS_VENV = BENCH / ".venv-peers"
+PEERS_REQUIREMENTS = BENCH / "peers" / "requirements.txt"
+SCENARIOS = ("throughput", "write_path", "latency", "growth", "poison", "idempotency", "peers")
+SCENARIO_TIMEOUT = 1200  # seconds: no scenario process outlives this
+
+SIZES = {
+    "full": {
+        "n": 20_000,
+        "writes": 3000,
+        "latency_writes": 500,
+        "history": 1_000_000,
+        "dead": 100_000,
+        "growth_writes": 1000,
+        "poison": 10_000,
+        "idempotency": 2000,
+        "max_seconds": 10.0,
+        "poison_seconds": 30.0,
+    },
+    "quick": {
+        "n": 300,
+        "writes": 200,
+        "latency_writes": 30,
+        "history": 2000,
+        "dead": 200,
+        "growth_writes": 100,
+        "poison": 50,
+        "idempotency": 100,
+        "max_seconds": 5.0,
+        "poison_seconds": 15.0,
+    },
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/run_all", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke sizes, 1 run, no peers")
+    peers = parser.add_mutually_exclusive_group()
+    peers.add_argument("--peers", dest="peers", action="store_true", default=None)
+    peers.add_argument("--no-peers", dest="peers", action="store_false")
+    parser.add_argument("--runs", type=int, default=None, help="measured runs (default 3)")
+    parser.add_argument("--only", default=None, help=f"comma list of {', '.join(SCENARIOS)}")
+    parser.add_argument("--stores", default="sqlite,postgres", help="oncefire stores to measure")
+    parser.add_argument(
+        "--profile", action=argparse.BooleanOptionalAction, default=None, help="py-spy profile"
+    )
+    parser.add_argument("--peer-e2e", action="store_true", help="end-to-end runs of the peers")
+    parser.add_argument("--out", default=None, help="RESULTS.md path (results.json beside it)")
+    args = parser.parse_args()
+    mode = "quick" if args.quick else "full"
+    args.mode = mode
+    args.sizes = SIZES[mode]
+    args.runs = args.runs or (1 if args.quick else 3)
+    if args.peers is None:
+        args.peers = not args.quick
+    if args.profile is None:
+        args.profile = not args.quick
+    args.only = set(args.only.split(",")) if args.only else set(SCENARIOS)
+    unknown = args.only - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    if not args.peers:
+        args.only.discard("peers")
+    if args.out is None:
+        args.out = str(WORK / "RESULTS-quick.md") if args.quick else str(BENCH / "RESULTS.md")
+    return args
+
+
+def env() -> dict[str, str]:
+    """Scenario processes import this checkout's oncefire and the bench modules."""
+    paths = [str(SRC), str(BENCH), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def run_script(
+    name: str, python: str, script: Path, args: list[str], timeout: float = SCENARIO_TIMEOUT
+) -> dict[str, Any]:
+    """Run one scenario process; its JSON result, or an error with the end of its output."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / "results" / f"{name}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.unlink(missing_ok=True)
+    cmd = [python, str(script), *args, "--json", str(out)]
+    tail: collections.deque[str] = collections.deque(maxlen=15)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        cmd,
+        env=env(),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            tail.append(line.rstrip())
+            print(f"  {line.rstrip()}", file=sys.stderr, flush=True)
+            if time.monotonic() - started > timeout:
+                raise subprocess.TimeoutExpired(cmd, timeout)
+        code = process.wait(timeout=max(1.0, timeout - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
+        return {"error": f"timed out after {timeout:.0f} s", "tail": list(tail)}
+    if code != 0 or not out.exists():
+        return {"error": f"exit status {code}", "tail": list(tail)}
+    result: dict[str, Any] = json.loads(out.read_text())
+    result["wall_seconds"] = time.monotonic() - started
+    return result
+
+
+# -- the peers' virtualenv ----------------------------------------------------------------
+
+
+def ensure_peers_venv() -> str:
+    """bench/.venv-peers with the pinned peers; its python. Made once, then reused."""
+    python = PEERS_VENV / "bin" / "python"
+    digest = hashlib.sha256(PEERS_REQUIREMENTS.read_bytes()).hexdigest()
+    marker = PEERS_VENV / ".requirements.sha256"
+    if python.exists() and marker.exists() and marker.read_text() == digest:
+        return str(python)
+    log(f"installing the peers into {PEERS_VENV.relative_to(ROOT)} (once)")
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / "peers-install.log", "w") as out:
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(PEERS_VENV)], check=True, stdout=out, stderr=out
+        )
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "-r", str(PEERS_REQUIREMENTS)],
+            check=True,
+            stdout=out,
+            stderr=out,
+            timeout=900,
+        )
+    marker.write_text(digest)
+    return str(python)
+
+
+# -- facts about this sitting -------------------------------------------------------------
+
+
+def git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def postgres_facts() -> dict[str, Any]:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=5) as conn:
+            facts = {}
+            for name in ("server_version", "synchronous_commit", "fsync", "wal_sync_method"):
+                row = conn.execute(f"SHOW {name}").fetchone()
+                facts[name] = row[0] if row else "?"
+            return facts
+    except Exception as exc:
+        return {"error": str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)}
+
+
+def redis_version() -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=3) as sock:
+            sock.sendall(b"INFO server\r\n")
+            data = b""
+            while b"redis_version" not in data or not data.endswith(b"\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if len(data) > 100_000:
+                    break
+        for line in data.decode(errors="replace").splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1]
+    except OSError as exc:
+        return f"unreachable ({exc})"
+    return "?"
+
+
+def sitting_facts(args: argparse.Namespace) -> dict[str, Any]:
+    dirty = git("status", "--porcelain", "--", "src")
+    load = os.getloadavg()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "machine": machine(),
+        "load_average_at_start": [round(x, 2) for x in load],
+        "oncefire_commit": git("rev-parse", "--short", "HEAD"),
+        "oncefire_src_dirty": bool(dirty) and (ROOT / "src").resolve() == SRC,
+        "oncefire_src": str(SRC),
+        "sqlite": sqlite3.sqlite_version,
+        "postgres": postgres_facts(),
+        "redis": redis_version(),
+        "mode": args.mode,
+        "runs": args.runs,
+        "sizes": args.sizes,
+    }
+
+
+def postgres_status() -> str | None:
+    """None when oncefire runs on PostgreSQL here, else why not (checked in a subprocess)."""
+    code = "import harness; print(harness.postgres_unavailable() or 'OK')"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env(),
+            cwd=BENCH,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        return "PostgreSQL store unavailable (its check timed out)"
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        err = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"PostgreSQL store unavailable ({err})"
+    return None if lines[-1] == "OK" else lines[-1]
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+def main() -> int:
+    args = parse_args()
+    sizes = args.sizes
+    started = time.monotonic()
+    results: dict[str, Any] = {"facts": sitting_facts(args), "oncefire": {}, "peers": {}}
+    stores = [s for s in args.stores.split(",") if s]
+    unavailable = postgres_status() if "postgres" in stores else "not requested"
+    if unavailable:
+        log(f"oncefire on PostgreSQL: not measured ({unavailable})")
+    results["postgres_unavailable"] = unavailable
+    measured = [s for s in stores if s == "sqlite" or not unavailable]
+    runs = ["--runs", str(args.runs)]
+    cap = ["--max-seconds", str(sizes["max_seconds"])]
+    py = sys.executable
+    plan: list[tuple[str, str, Path, list[str]]] = []
+    for store in measured:
+        st = ["--store", store]
+        if "throughput" in args.only:
+            plan.append(
+                (
+                    f"throughput-{store}",
+                    py,
+                    BENCH / "throughput.py",
+                    [*st, *runs, *cap, "--n", str(sizes["n"])],
+                )
+            )
+        if "write_path" in args.only:
+            plan.append(
+                (
+                    f"write_path-{store}",
+                    py,
+                    BENCH / "write_path.py",
+                    [*st, *runs, "--writes", str(sizes["writes"])],
+                )
+            )
+        if "latency" in args.only:
+            plan.append(
+                (
+                    f"latency-{store}",
+                    py,
+                    BENCH / "latency.py",
+                    [*st, *runs, "--writes", str(sizes["latency_writes"])],
+                )
+            )
+        if "growth" in args.only:
+            plan.append(
+                (
+                    f"growth-{store}",
+                    py,
+                    BENCH / "growth.py",
+                    [
+                        *st,
+                        *runs,
+                        *cap,
+                        "--n",
+                        str(sizes["n"]),
+                        "--history",
+                        str(sizes["history"]),
+                        "--dead",
+                        str(sizes["dead"]),
+                        "--writes",
+                        str(sizes["growth_writes"]),
+                    ],
+                )
+            )
+        if "poison" in args.only:
+            plan.append(
+                (
+                    f"poison-{store}",
+                    py,
+                    BENCH / "poison.py",
+                    [
+                        *st,
+                        *runs,
+                        "--max-seconds",
+                        str(sizes["poison_seconds"]),
+                        "--n",
+                        str(sizes["poison"]),
+                    ],
+                )
+            )
+        # The smoke run counts the helpers' statements on SQLite only (the costly part of
+        # this scenario is four worker start-ups a store).
+        if "idempotency" in args.only and not (args.quick and store != "sqlite"):
+            plan.append(
+                (
+                    f"idempotency-{store}",
+                    py,
+                    BENCH / "idempotency_overhead.py",
+                    [*st, *runs, *cap, "--n", str(sizes["idempotency"])],
+                )
+            )
+    failed = []
+    if "peers" in args.only:
+        try:
+            peer_python = ensure_peers_venv()
+        except (OSError, subprocess.SubprocessError) as exc:
+            log(f"the peers could not be installed: {exc} (see bench/.work/peers-install.log)")
+            failed.append("peers-install")
+            peer_python = ""
+        if peer_python:
+            for peer in ("procrastinate", "celery", "dramatiq"):
+                extra = [] if args.peer_e2e else ["--skip-e2e"]
+                plan.append(
+                    (
+                        f"peer-{peer}",
+                        peer_python,
+                        BENCH / "peers" / "run_peer.py",
+                        [
+                            "--peer",
+                            peer,
+                            *runs,
+                            *cap,
+                            "--n",
+                            str(sizes["n"]),
+                            "--latency-writes",
+                            str(sizes["latency_writes"]),
+                            *extra,
+                        ],
+                    )
+                )
+    for name, python, script, script_args in plan:
+        log(f"== {name}")
+        result = run_script(name, python, script, script_args)
+        if "error" in result:
+            failed.append(name)
+            log(f"== {name} FAILED: {result['error']}")
+        bucket = results["peers"] if name.startswith("peer-") else results["oncefire"]
+        bucket[name.removeprefix("peer-")] = result
+    if args.profile:
+        results["profile"] = profile_gap(results, measured)
+    results["wall_seconds"] = time.monotonic() - started
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out.with_name("results.json" if not args.quick else "results-quick.json"), results)
+    from report import render
+
+    out.write_text(render(results))
+    log(
+        f"wrote {out} in {results['wall_seconds']:.0f} s"
+        + (f"; FAILED: {failed}" if failed else "")
+    )
+    return 1 if failed else 0
+
+
+def profile_gap(results: dict[str, Any], measured: list[str]) -> list[dict[str, Any]]:
+    """py-spy on the drain of each store, the one furthest below its goal first."""
+    from report import GOALS_DRAIN
+
+    gaps = []
+    for store in measured:
+        figure = results["oncefire"].get(f"throughput-{store}", {}).get("drain_only", {})
+        rate = figure.get("median") if isinstance(figure, dict) else None
+        if rate:
+            gaps.append((GOALS_DRAIN[store] / rate, store))
+    profiles = []
+    for gap, store in sorted(gaps, reverse=True):
+        log(f"== profile: the {store} drain is {gap:.1f}x below its goal")
+        result = run_script(
+            f"profile-{store}", sys.executable, BENCH / "where_time_goes.py", ["--store", store], 300
+        )
+        result["gap"] = gap
+        profiles.append(result)
+    return profiles
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Where the time goes: py-spy on the worker processes during a drain, summarised.
+
+Starts `oncefire worker --processes 2` on a backlog of N no-op events (the throughput
+scenario's drain), records every thread of both worker processes with py-spy (idle threads
+included, so time spent waiting for a lock shows), and writes the speedscope profile (open
+it at speedscope.app) with a summary: each worker thread's time by store operation and by
+phase (waiting for SQLite's write lock, commit, other statements, the function, Python).
+
+    python bench/where_time_goes.py --store sqlite --seconds 10 --json summary.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import linecache
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import workload
+from benchlib import BENCH, WORK, log, write_json
+from harness import Backlog, prefill, reset, target, workers
+
+IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
+
+
+def py_spy() -> str | None:
+    """The py-spy executable: the peers' virtualenv's, else one on PATH."""
+    local = BENCH / ".venv-peers" / "bin" / "py-spy"
+    return str(local) if local.exists() else shutil.which("py-spy")
+
+
+def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
+    """(operation, phase) of one sample; frames run from the outermost to the leaf."""
+    leaf = frames[-1]
+    files = [f.get("file") or "" for f in frames]
+    names = [f.get("name") or "" for f in frames]
+    operation = "-"
+    for f, name in zip(files, names, strict=True):
+        if "/oncefire/stores/" in f and "." in name and not name.split(".")[-1].startswith("_"):
+            operation = name  # the outermost public store method: claim, complete, ...
+            break
+    if operation == "-":
+        for f in files:
+            if f.endswith("bench/workload.py"):
+                operation = "the function (workload.py)"
+                break
+    leaf_file = leaf.get("file") or ""
+    if "/oncefire/stores/" in leaf_file:
+        text = linecache.getline(leaf_file, int(leaf.get("line") or 0)).upper()
+        if "BEGIN" in text or "LOCK_EX" in text:
+            return operation, "waiting for the write lock (BEGIN)"
+        if "COMMIT" in text:
+            return operation, "commit (fsync)"
+        return operation, "SQL statements"
+    if any("/psycopg/" in f for f in files[-6:]):
+        return operation, "PostgreSQL round trips"
+    if any(f.endswith("logging/__init__.py") for f in files):
+        return operation, "logging"
+    if operation == "-" and any(leaf_file.endswith(x) for x in IDLE_FILES):
+        return "-", "idle (waiting for work)"
+    if (operation == "-" and names[-1] in ("sleep", "wait")) or "SqliteStore.wait" in names:
+        return "-", "idle (waiting for work)"
+    if "/oncefire/" in leaf_file:
+        return operation, "oncefire Python code"
+    return operation, "other Python (stdlib, driver)"
+
+
+def summarize_profile(path: Path) -> dict[str, Any]:
+    """Samples of the worker processes' threads grouped by operation and phase."""
+    data = json.loads(path.read_text())
+    frames = data["shared"]["frames"]
+    by_phase: Counter[str] = Counter()
+    by_operation: Counter[str] = Counter()
+    by_both: Counter[tuple[str, str]] = Counter()
+    leaves: Counter[str] = Counter()
+    total = 0
+    for profile in data["profiles"]:
+        if "oncefire-parent" in profile.get("name", ""):
+            continue  # a watchdog thread that only sleeps
+        for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
+            chain = [frames[i] for i in stack]
+            if not any("oncefire.supervisor" in (f.get("name") or "") for f in chain[:3]):
+                continue  # the supervisor process itself only sleeps: the workers are its children
+            chain = [f for f in chain if not (f.get("name") or "").startswith("process ")]
+            if not chain:
+                continue
+            operation, phase = phase_of(chain)
+            by_phase[phase] += weight
+            by_both[(operation, phase)] += weight
+            if phase != "idle (waiting for work)":
+                by_operation[operation] += weight
+                leaf = chain[-1]
+                file = (leaf.get("file") or "").split("/src/")[-1].split("site-packages/")[-1]
+                leaves[f"{leaf.get('name')} ({file}:{leaf.get('line')})"] += weight
+            total += weight
+    busy = total - by_phase["idle (waiting for work)"]
+
+    def share(counter: Counter[Any], base: float, top: int) -> list[dict[str, Any]]:
+        return [
+            {"what": " / ".join(k) if isinstance(k, tuple) else k, "share": v / base}
+            for k, v in counter.most_common(top)
+            if base
+        ]
+
+    return {
+        "samples": total,
+        "busy_samples": busy,
+        "phases": share(by_phase, total, 12),
+        "busy_by_operation_and_phase": share(
+            Counter({k: v for k, v in by_both.items() if k[1] != "idle (waiting for work)"}),
+            busy,
+            12,
+        ),
+        "busy_by_operation": share(by_operation, busy, 8),
+        "top_leaves": share(leaves, busy, 10),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--function", default="noop")
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--rate", type=int, default=100, help="samples per second")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    spy = py_spy()
+    if spy is None:
+        sys.exit("py-spy is not installed: bench/run_all installs it in bench/.venv-peers")
+    t = target(args.store)
+    reset(t)
+    app = workload.build(t.url, args.function)
+    prefill(app, args.n)
+    app.close()
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / f"profile-{args.store}-{args.function}.speedscope.json"
+    backlog = Backlog(t)
+    try:
+        with workers(t, args.function) as supervisor:
+            # Record once both workers are past start-up and draining.
+            deadline = time.monotonic() + 60
+            while backlog() > args.n - max(1, args.n // 40) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            before = backlog()
+            t0 = time.monotonic()
+            subprocess.run(
+                [
+                    spy,
+                    "record",
+                    "--pid",
+                    str(supervisor.pid),
+                    "--subprocesses",
+                    "--idle",
+                    "--full-filenames",
+                    "--rate",
+                    str(args.rate),
+                    "--duration",
+                    str(int(args.seconds)),
+                    "--format",
+                    "speedscope",
+                    "--output",
+                    str(out),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=args.seconds + 60,
+            )
+            seconds = time.monotonic() - t0
+            after = backlog()
+    finally:
+        backlog.close()
+    summary = summarize_profile(out)
+    summary.update(
+        {
+            "store": args.store,
+            "function": args.function,
+            "seconds": seconds,
+            "events_during_profile": before - after,
+            "events_per_second_under_profiler": (before - after) / seconds,
+            "profile_file": os.path.relpath(out, BENCH.parent),
+            "command": f"py-spy record --subprocesses --idle --rate {args.rate} "
+            "--format speedscope --pid <oncefire worker supervisor>",
+        }
+    )
+    log(
+        f"profile of a {t.label} drain: {summary['events_per_second_under_profiler']:,.0f}"
+        f" events/s under the profiler, {out}"
+    )
+    write_json(args.json, summary)
+
+
+if __name__ == "__main__":
+    main()
