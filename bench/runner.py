@@ -427,7 +427,11 @@ def profile_gap(results: dict[str, Any], measured: list[str]) -> list[dict[str, 
     for gap, store in sorted(gaps, reverse=True):
         log(f"== profile: the {store} drain is {gap:.1f}x below its goal")
         result = run_script(
-            f"profile-{store}", sys.executable, BENCH / "where_time_goes.py", ["--store", store], 300
+            f"profile-{store}",
+            sys.executable,
+            BENCH / "where_time_goes.py",
+            ["--store", store],
+            300,
         )
         result["gap"] = gap
         profiles.append(result)
