@@ -187,6 +187,10 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[DocumentTx]:
         """A serializable write transaction: commits on exit, rolls back on an exception."""
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Store calls this thread makes inside the block share one transaction: one commit
+        records many attempts. An error in any of them rolls back all."""
+
     def read(self) -> AbstractContextManager[DocumentTx]:
         """A read-only snapshot for document reads and queries."""
 

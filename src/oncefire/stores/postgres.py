@@ -57,6 +57,11 @@ class PostgresStore:
             raise
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._db.batch():
+            yield
+
+    @contextmanager
     def transaction(self) -> Iterator[PostgresTx]:
         with self._db.transaction() as conn:
             yield PostgresTx(conn, is_write=True)

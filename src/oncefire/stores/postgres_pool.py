@@ -3,6 +3,7 @@ transactions on it, and driver errors turned into oncefire's, once, at this boun
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -66,6 +67,7 @@ class Pool:
         except psycopg.Error as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreError(f"Cannot connect to the PostgreSQL store: {text}.") from exc
+        self._local = threading.local()  # the connection of a batch() in progress, per thread
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=min_size,
@@ -108,13 +110,34 @@ class Pool:
         assert last is not None
         raise failure(last) from last
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make this thread's calls share one transaction until the block ends."""
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self.transaction() as conn:
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
+
     def give_back(self, conn: Connection) -> None:
         """Return a connection taken with take()."""
         self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self, begin: str = "BEGIN") -> Iterator[Connection]:
-        """A transaction on a pooled connection: commits on exit, rolls back on an exception."""
+        """A transaction on a pooled connection: commits on exit, rolls back on an exception.
+        Inside batch() it joins the batch's transaction."""
+        joined: Connection | None = getattr(self._local, "conn", None)
+        if joined is not None:
+            try:
+                yield joined
+            except psycopg.Error as exc:
+                raise failure(exc) from exc
+            return
         conn = self.take()
         try:
             conn.execute(begin)
@@ -140,6 +163,13 @@ class Pool:
     def run(self, query: str, args: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         """The rows of one statement, a transaction of its own (rows affected when it returns
         none). The hot paths are single statements: one round trip each."""
+        joined: Connection | None = getattr(self._local, "conn", None)
+        if joined is not None:
+            try:
+                cursor = joined.execute(query, args)
+                return cursor.fetchall() if cursor.description is not None else [cursor.rowcount]
+            except psycopg.Error as exc:
+                raise failure(exc) from exc
         conn = self.take()
         try:
             cursor = conn.execute(query, args)

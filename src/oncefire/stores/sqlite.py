@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -25,19 +24,11 @@ from oncefire.stores.base import (
     IdempotencyRecord,
     Lease,
 )
+from oncefire.stores.filewatch import FileWatch
 
 BUSY_TIMEOUT_MS = 30_000
-WAL_POLL = 0.02  # seconds between looks at the WAL file while idle (~0.5% of a core)
 _DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
     COALESCE(d.dead_payload, e.data), d.truncated"""
-
-
-def _stat(path: str) -> tuple[int, int, int]:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -202,6 +193,7 @@ class SqliteStore:
         # Each connection with the thread it serves (None: shared), so a dead thread's is closed.
         self._all: list[tuple[threading.Thread | None, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
+        self._watch: FileWatch | None = None
         self.migrate()
 
     # -- connections -------------------------------------------------------------------
@@ -248,6 +240,10 @@ class SqliteStore:
 
     @contextmanager
     def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        if getattr(self._local, "batch", False):
+            with self._conn() as conn:  # joins the batch's transaction
+                yield conn
+            return
         with self._conn() as conn:
             try:
                 conn.execute(f"BEGIN {mode}")
@@ -266,6 +262,21 @@ class SqliteStore:
                 raise StoreError(f"Commit to the SQLite store failed: {exc}.") from exc
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        if getattr(self._local, "batch", False):
+            yield
+            return
+        try:
+            with self._tx() as _:
+                self._local.batch = True
+                try:
+                    yield
+                finally:
+                    self._local.batch = False
+        except sqlite3.Error as exc:
+            raise StoreError(f"The SQLite store failed: {exc}.") from exc
+
+    @contextmanager
     def transaction(self) -> Iterator[SqliteTx]:
         try:
             with self._tx() as conn:
@@ -282,6 +293,9 @@ class SqliteStore:
             raise StoreError(f"The SQLite store failed: {exc}.") from exc
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         with self._all_lock:
             for _, conn in self._all:
                 conn.close()
@@ -534,21 +548,13 @@ class SqliteStore:
         ]
 
     def wait(self, timeout: float) -> None:
-        # Every commit appends to the WAL file, so its size and mtime tell of new work
-        # at the cost of a stat() call; a checkpoint also changes them (a harmless wake-up).
-        deadline = time.monotonic() + timeout
+        # Every commit writes the WAL file, so a write to it tells of possible new work.
         if self.is_memory:
             time.sleep(timeout)
             return
-        wal = self.path + "-wal"
-        before = _stat(wal)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            time.sleep(min(WAL_POLL, left))
-            if _stat(wal) != before:
-                return
+        if self._watch is None:
+            self._watch = FileWatch(self.path + "-wal")
+        self._watch.wait(timeout)
 
     def next_due(self, functions: Sequence[str]) -> float | None:
         if not functions:

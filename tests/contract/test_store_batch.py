@@ -1,0 +1,54 @@
+"""store.batch(): many recorded attempts share one transaction (one commit), all or nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from oncefire import App
+from oncefire.events import Event
+from oncefire.stores.base import AttemptResult, Claimed
+
+
+def claim_all(app: App) -> list[Claimed]:
+    now = app.clock.now()
+    return app.store.claim(
+        worker="w", now=now, lease_until=now + 30, limit=10, functions=["f"], caps={}
+    )
+
+
+@pytest.fixture
+def claimed(app: App) -> list[Claimed]:
+    @app.on_document_created("orders/{o}")
+    def f(event: Event) -> None:
+        pass
+
+    for n in range(3):
+        app.db.document(f"orders/o{n}").set({"n": n})
+    return claim_all(app)
+
+
+def states(app: App, items: list[Claimed]) -> list[str]:
+    return [app.store.delivery_states(c.event.id)[0][1] for c in items]
+
+
+def test_calls_inside_a_batch_commit_together(app: App, claimed: list[Claimed]) -> None:
+    done = AttemptResult("succeeded", app.clock.now())
+    with app.store.batch():
+        assert app.store.complete(claimed[0].lease, done)
+        assert app.store.retry(claimed[1].lease, AttemptResult("failed", 0, "x"), 99.0)
+        assert app.store.bury(claimed[2].lease, AttemptResult("failed", 0, "x"), "x", None)
+        with app.store.batch():  # a nested batch joins the outer one
+            assert not app.store.complete(claimed[0].lease, done)  # guards still hold
+    assert states(app, claimed) == ["succeeded", "pending", "dead"]
+
+
+def test_an_error_inside_a_batch_rolls_back_every_call(app: App, claimed: list[Claimed]) -> None:
+    done = AttemptResult("succeeded", app.clock.now())
+    with pytest.raises(RuntimeError), app.store.batch():
+        assert app.store.complete(claimed[0].lease, done)
+        assert app.store.complete(claimed[1].lease, done)
+        raise RuntimeError("the recorder failed half-way")
+    assert states(app, claimed) == ["running", "running", "running"]
+    with app.store.batch():  # the store is usable afterwards
+        assert app.store.complete(claimed[0].lease, done)
+    assert states(app, claimed) == ["succeeded", "running", "running"]
