@@ -8,7 +8,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from oncefire import codec
@@ -35,6 +35,8 @@ class Ending:
     outcome: Outcome
     error: str | None = None
     requested_delay: float | None = None
+    started_at: float | None = None  # by the app's clock; None: when it was claimed
+    finished_at: float | None = None  # by the app's clock; None: when it is recorded
 
 
 def describe(exc: BaseException) -> str:
@@ -64,12 +66,10 @@ def build_event(trigger: Trigger, claimed: Claimed) -> Event:
 
 def classify(trigger: Trigger, exc: BaseException) -> Ending:
     """Map an exception raised by a function to an attempt outcome."""
-    if isinstance(exc, Retry):
+    if isinstance(exc, Retry | ClaimHeldError):  # transient even if permanent_errors match
         return Ending(Outcome.FAILED, describe(exc), exc.delay)
     if isinstance(exc, (PermanentError, *trigger.options.permanent_errors)):
         return Ending(Outcome.PERMANENT, describe(exc))
-    if isinstance(exc, ClaimHeldError):
-        return Ending(Outcome.FAILED, describe(exc), exc.delay)
     return Ending(Outcome.FAILED, describe(exc))
 
 
@@ -163,7 +163,7 @@ def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
 
 def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
     """Apply the retry rules to an ending and record it; False if the lease was lost."""
-    now = app.clock.now()
+    now = app.clock.now() if ending.finished_at is None else ending.finished_at
     policy = trigger.options.retry_policy
     decision = decide(
         ending.outcome,
@@ -175,7 +175,7 @@ def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool
         requested_delay=ending.requested_delay,
         is_oversized=claimed.event.size > app.settings.max_payload_bytes,
     )
-    result = AttemptResult(ending.outcome, now, ending.error)
+    result = AttemptResult(ending.outcome, now, ending.error, ending.started_at)
     lease = claimed.lease
     if decision.state == "succeeded":
         is_recorded = app.store.complete(lease, result)
@@ -234,23 +234,20 @@ def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool
 
 
 def run(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
-    """Run one claimed delivery to its end and record it (expiry checked first)."""
+    """Run one claimed delivery to its end (expiry checked first); the caller records it."""
     expired = expiry_error(trigger, claimed)
     if expired is not None:
-        ending = Ending(Outcome.EXPIRED, expired)
-    else:
-        ending = call(app, trigger, build_event(trigger, claimed))
-    record(app, trigger, claimed, ending)
-    return ending
+        return Ending(Outcome.EXPIRED, expired)
+    started_at = app.clock.now()
+    ending = call(app, trigger, build_event(trigger, claimed))
+    return replace(ending, started_at=started_at, finished_at=app.clock.now())
 
 
 async def run_async(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
-    """run() for an async function, on the worker's event loop; the store is written from a
-    thread so that a slow commit does not hold up the other functions on the loop."""
+    """run() for an async function, on the worker's event loop."""
     expired = expiry_error(trigger, claimed)
     if expired is not None:
-        ending = Ending(Outcome.EXPIRED, expired)
-    else:
-        ending = await call_async(app, trigger, build_event(trigger, claimed))
-    await asyncio.to_thread(record, app, trigger, claimed, ending)
-    return ending
+        return Ending(Outcome.EXPIRED, expired)
+    started_at = app.clock.now()
+    ending = await call_async(app, trigger, build_event(trigger, claimed))
+    return replace(ending, started_at=started_at, finished_at=app.clock.now())

@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -61,7 +61,12 @@ def worker_name() -> str:
 
 
 class Worker:
-    """Runs an App's deliveries in this process; drain() for scripts, run() for service."""
+    """Runs an App's deliveries in this process; drain() for scripts, run() for service.
+
+    The loop claims a batch of due deliveries (one transaction), starts them as slots come
+    free, and records the attempts that ended in one transaction too: with a durable commit
+    costing a disk flush, two flushes per batch instead of two per delivery.
+    """
 
     def __init__(
         self,
@@ -74,12 +79,15 @@ class Worker:
         self.app = app
         self.name = worker_name()
         self.concurrency = concurrency or app.settings.concurrency
+        self.batch_size = max(app.settings.batch_size, self.concurrency)
         self.functions = list(functions or app.triggers)
         # An attempt that cannot be stopped ends the process (its supervisor starts another).
         self.is_process = is_process
         self.stop_requested = threading.Event()
         self.outcomes: Counter[str] = Counter()
+        self._queue: deque[Claimed] = deque()  # claimed (leased), not started yet
         self._inflight: dict[Future[Ending], _InFlight] = {}
+        self._ended: list[tuple[_InFlight, Ending]] = []  # ended, not recorded yet
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="oncefire-attempt")
         self._loop: EventLoopThread | None = None  # started with the first async attempt
         self._caps = {
@@ -92,57 +100,84 @@ class Worker:
 
     # -- the loop ----------------------------------------------------------------------
 
+    @property
+    def is_busy(self) -> bool:
+        """Whether anything is claimed here and not yet recorded."""
+        return bool(self._queue or self._inflight or self._ended)
+
     def claim_and_start(self, delivery_ids: Sequence[int] | None = None) -> int:
-        """Claim as many due deliveries as there are free slots and start them."""
+        """Claim a batch when the local queue is empty, then start what the free slots allow."""
+        claimed = 0
         free = self.concurrency - len(self._inflight)
-        if free <= 0 or self.stop_requested.is_set() or self.has_stuck_attempt:
-            return 0
-        now = self.app.clock.now()
-        claimed = self.app.store.claim(
-            worker=self.name,
-            now=now,
-            lease_until=now + self.app.settings.lease,
-            limit=min(free, self.app.settings.batch_size),
-            functions=self.functions,
-            caps=self._caps,
-            delivery_ids=delivery_ids,
-        )
-        for item in claimed:
-            trigger = self.app.triggers[item.function]
-            deadline = time.monotonic() + trigger.options.timeout
-            if trigger.is_async:
-                if self._loop is None:
-                    self._loop = EventLoopThread()
-                future = self._loop.submit(execution.run_async(self.app, trigger, item))
-                deadline += TIMEOUT_GRACE
-            else:
-                future = self._pool.submit(execution.run, self.app, trigger, item)
-            self._inflight[future] = _InFlight(item, trigger, deadline)
-        return len(claimed)
+        if (
+            not self._queue
+            and free > 0
+            and not self.stop_requested.is_set()
+            and not self.has_stuck_attempt
+        ):
+            now = self.app.clock.now()
+            batch = self.app.store.claim(
+                worker=self.name,
+                now=now,
+                lease_until=now + self.app.settings.lease,
+                limit=self.batch_size,
+                functions=self.functions,
+                caps=self._caps,
+                delivery_ids=delivery_ids,
+            )
+            self._queue.extend(batch)
+            claimed = len(batch)
+        while self._queue and len(self._inflight) < self.concurrency:
+            self._start(self._queue.popleft())
+        return claimed
+
+    def _start(self, item: Claimed) -> None:
+        trigger = self.app.triggers[item.function]
+        deadline = time.monotonic() + trigger.options.timeout
+        future: Future[Ending]
+        if trigger.is_async:
+            if self._loop is None:
+                self._loop = EventLoopThread()
+            future = self._loop.submit(execution.run_async(self.app, trigger, item))
+            deadline += TIMEOUT_GRACE
+        else:
+            future = self._pool.submit(execution.run, self.app, trigger, item)
+        self._inflight[future] = _InFlight(item, trigger, deadline)
 
     def collect(self, timeout: float) -> int:
-        """Wait up to timeout for attempts to end; record timeouts; return how many ended."""
-        if not self._inflight:
-            return 0
-        done, _ = wait(list(self._inflight), timeout=timeout, return_when=FIRST_COMPLETED)
-        for future in done:
-            flight = self._inflight.pop(future)
-            error = None if future.cancelled() else future.exception()
-            if error is not None:
-                # Most likely the store failed while recording: the lease runs out and the
-                # delivery is rescued as a crashed attempt, so nothing is lost.
-                log.error(
-                    "%s could not finish attempt %d of event %s: %s",
-                    flight.trigger.name,
-                    flight.claimed.attempt,
-                    flight.claimed.event.id,
-                    error,
-                    extra=self._extra(flight),
-                )
-            elif not flight.is_settled and not future.cancelled():
-                self.outcomes[future.result().outcome] += 1
-        self._check_deadlines()
-        return len(done)
+        """Wait up to timeout for attempts to end; record them (and timeouts); how many ended."""
+        ended = 0
+        if self._inflight:
+            done, _ = wait(list(self._inflight), timeout=timeout, return_when=FIRST_COMPLETED)
+            for future in done:
+                flight = self._inflight.pop(future)
+                ended += 1
+                error = None if future.cancelled() else future.exception()
+                if error is not None:
+                    log.error(
+                        "%s could not finish attempt %d of event %s: %s",
+                        flight.trigger.name,
+                        flight.claimed.attempt,
+                        flight.claimed.event.id,
+                        error,
+                        extra=self._extra(flight),
+                    )
+                elif not flight.is_settled and not future.cancelled():
+                    self._ended.append((flight, future.result()))
+            self._check_deadlines()
+        # Record when nothing more can start without a claim, or a batch is full: one commit.
+        if self._ended and (not self._queue or len(self._ended) >= self.batch_size):
+            self.record_ended()
+        return ended
+
+    def record_ended(self) -> None:
+        """Record every ended attempt in one store transaction."""
+        with self.app.store.batch():
+            for flight, ending in self._ended:
+                execution.record(self.app, flight.trigger, flight.claimed, ending)
+        for _, ending in self._ended:
+            self.outcomes[ending.outcome] += 1
+        self._ended.clear()
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -175,20 +210,16 @@ class Worker:
             ttl.sweep(self.app)
 
     def renew(self) -> None:
-        """Extend the lease of every attempt still running here."""
-        running = {
-            future: flight
-            for future, flight in self._inflight.items()
-            if not flight.is_settled and not future.done()
-        }
-        if not running:
+        """Extend the lease of every delivery held here: queued, running or not yet recorded."""
+        running = [f for f in self._inflight.values() if not f.is_settled]
+        held = [c.lease for c in self._queue]
+        held += [f.claimed.lease for f in running] + [f.claimed.lease for f, _ in self._ended]
+        if not held:
             return
         now = self.app.clock.now()
-        leases = [flight.claimed.lease for flight in running.values()]
-        kept = set(self.app.store.renew(leases, now, now + self.app.settings.lease))
-        for future, flight in running.items():
-            # An attempt that ended meanwhile recorded its result: its lease is gone, not lost.
-            if flight.claimed.lease not in kept and not future.done():
+        kept = set(self.app.store.renew(held, now, now + self.app.settings.lease))
+        for flight in running:
+            if flight.claimed.lease not in kept:
                 flight.is_settled = True  # someone else owns it now; our result is discarded
                 log.warning(
                     "%s lost the lease of delivery %d",
@@ -221,9 +252,9 @@ class Worker:
         """Run every delivery due now (and what becomes due meanwhile) until none is left."""
         self.maintain(force=True)
         while True:
-            started = self.claim_and_start(delivery_ids)
-            if not self._inflight:
-                if started == 0 and self.rescue() == 0 and not self.app.fire_due_schedules():
+            claimed = self.claim_and_start(delivery_ids)
+            if not self.is_busy:
+                if claimed == 0 and self.rescue() == 0 and not self.app.fire_due_schedules():
                     break
                 continue
             self.collect(0.05)
@@ -247,11 +278,11 @@ class Worker:
 
     def serve_once(self) -> None:
         """One turn of the loop: claim, renew and sweep when due, then wait for something."""
-        started = self.claim_and_start()
+        claimed = self.claim_and_start()
         self.maintain()
-        if self._inflight:
-            self.collect(0.005 if started else 0.02)
-        elif started == 0:
+        if self.is_busy:
+            self.collect(0.02)
+        elif claimed == 0:
             self.app.store.wait(self.app.settings.poll_interval)
 
     def _pause(self, seconds: float) -> None:
@@ -264,7 +295,9 @@ class Worker:
     def shutdown(self) -> None:
         """Let in-flight attempts finish within the grace period, then hand back the rest."""
         deadline = time.monotonic() + self.app.settings.shutdown_grace
-        while any(not f.is_settled for f in self._inflight.values()):
+        queued = [c.lease for c in self._queue]  # claimed here but never started
+        self._queue.clear()
+        while self._ended or any(not f.is_settled for f in self._inflight.values()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -276,7 +309,7 @@ class Worker:
             except StoreError as exc:
                 log.error("worker %s: %s", self.name, exc)
                 time.sleep(min(remaining, STORE_BACKOFF))
-        leftovers = [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
+        leftovers = queued + [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
         if leftovers:
             try:
                 released = self.app.store.release(leftovers)

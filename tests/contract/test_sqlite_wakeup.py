@@ -39,6 +39,7 @@ def commit_soon(path: str) -> threading.Timer:
 @pytest.mark.parametrize("use_inotify", [True, False])
 def test_a_commit_by_another_connection_ends_the_wait(db: str, use_inotify: bool) -> None:
     keep_open = sqlite3.connect(db)  # keeps the WAL file in place, as a worker's connection does
+    keep_open.execute("SELECT count(*) FROM t").fetchall()
     watch = FileWatch(db + "-wal")
     if not use_inotify:
         watch.close()  # falls back to polling the file's size and mtime

@@ -76,6 +76,7 @@ class AttemptResult:
     outcome: str
     finished_at: float
     error: str | None = None
+    started_at: float | None = None  # when the function started; None keeps the claim time
 
 
 @dataclass(frozen=True, slots=True)

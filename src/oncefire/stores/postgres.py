@@ -198,13 +198,15 @@ class PostgresStore:
             " lease_until = NULL WHERE id = %(id)s AND state = 'running'"
             " AND lease_token = %(token)s RETURNING id, event_id),"
             " a AS (UPDATE oncefire_attempts SET finished_at = %(finished_at)s,"
-            " outcome = %(outcome)s, error = %(error)s"
+            " outcome = %(outcome)s, error = %(error)s,"
+            " started_at = COALESCE(%(started_at)s::double precision, started_at)"
             f" WHERE delivery_id IN (SELECT id FROM d) AND outcome IS NULL){also} {then}",
             {
                 **args,
                 "id": lease.delivery_id,
                 "token": lease.token,
                 "finished_at": result.finished_at,
+                "started_at": result.started_at,
                 "outcome": result.outcome,
                 "error": result.error,
                 "channel": CHANNEL,
@@ -257,9 +259,16 @@ class PostgresStore:
             if done.rowcount != 1:
                 return False
             conn.execute(
-                "UPDATE oncefire_attempts SET finished_at = %s, outcome = %s, error = %s"
+                "UPDATE oncefire_attempts SET finished_at = %s, outcome = %s, error = %s,"
+                " started_at = COALESCE(%s::double precision, started_at)"
                 " WHERE delivery_id = %s AND outcome IS NULL",
-                (result.finished_at, result.outcome, result.error, lease.delivery_id),
+                (
+                    result.finished_at,
+                    result.outcome,
+                    result.error,
+                    result.started_at,
+                    lease.delivery_id,
+                ),
             )
             PostgresTx(conn, is_write=True).append(event, functions, event.time)
             return True

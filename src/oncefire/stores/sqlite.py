@@ -446,9 +446,15 @@ class SqliteStore:
         if cursor.rowcount != 1:
             return False
         conn.execute(
-            "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = ?"
-            " WHERE delivery_id = ? AND outcome IS NULL",
-            (result.finished_at, result.outcome, result.error, lease.delivery_id),
+            "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = ?,"
+            " started_at = COALESCE(?, started_at) WHERE delivery_id = ? AND outcome IS NULL",
+            (
+                result.finished_at,
+                result.outcome,
+                result.error,
+                result.started_at,
+                lease.delivery_id,
+            ),
         )
         return True
 
