@@ -352,7 +352,7 @@ def measure(t: Target, n: int, writes: int, max_seconds: float, fresh: bool) -> 
         app = workload.build(t.url, "noop")
         prefill(app, n)
         app.close()
-        backlog = Backlog(t)
+        backlog = Backlog(t, "noop")
         try:
             with workers(t, "noop"):
                 result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)

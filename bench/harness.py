@@ -95,12 +95,18 @@ def reset(t: Target) -> None:
 
 
 class Backlog:
-    """Counts the deliveries not yet settled (pending or running), on its own connection."""
+    """Counts one function's deliveries not yet settled (pending or running), on its own
+    connection: an index range on (function, state), so polling it stays cheap however
+    much history the store holds."""
 
-    SQL = "SELECT count(*) FROM oncefire_deliveries WHERE state IN ('pending', 'running')"
-
-    def __init__(self, t: Target) -> None:
+    def __init__(self, t: Target, function: str) -> None:
         self.target = t
+        mark = "?" if t.kind == "sqlite" else "%s"
+        self.sql = (
+            "SELECT count(*) FROM oncefire_deliveries"
+            f" WHERE function = {mark} AND state IN ('pending', 'running')"
+        )
+        self.args = (function,)
         self._conn: Any
         if t.kind == "sqlite":
             self._conn = sqlite3.connect(str(t.path), timeout=30)
@@ -110,7 +116,7 @@ class Backlog:
             self._conn = psycopg.connect(t.url, autocommit=True)
 
     def __call__(self) -> int:
-        return int(self._conn.execute(self.SQL).fetchone()[0])
+        return int(self._conn.execute(self.sql, self.args).fetchone()[0])
 
     def count(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
         """One value from a query of the store (for checks after a run)."""
@@ -194,7 +200,7 @@ def drain_only(t: Target, function: str, n: int, max_seconds: float) -> dict[str
     app = workload.build(t.url, function)
     prefill(app, n)
     app.close()
-    backlog = Backlog(t)
+    backlog = Backlog(t, function)
     try:
         with workers(t, function):
             result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
@@ -210,7 +216,7 @@ def end_to_end(
     reset(t)
     app = workload.build(t.url, function)
     app.store  # noqa: B018 - create the schema before the workers start
-    backlog = Backlog(t)
+    backlog = Backlog(t, function)
     try:
         with workers(t, function):
             warmup = min(warmup, max(1, n // 2))

@@ -3,9 +3,10 @@
 Four functions, each drained from a backlog of N events by 2 worker processes (as in the
 throughput scenario): `noop` and `@idempotent noop`; a transaction writing one document,
 and the same write under `if tx.claim(event.id)`. Cost per event = drain seconds / events;
-a helper's overhead is the difference to its base line. On SQLite the statements and
-commits per event are also counted (a trace callback on every connection of an in-process
-drain of 200 events), which is what "one extra statement round trip" is about.
+a helper's overhead is the difference to its base line. The statements per event are also
+counted in an in-process drain of 200 events (SQLite: a trace callback on every connection,
+which also counts commits; PostgreSQL: every statement psycopg sends, one round trip each),
+which is what "one extra statement round trip" is about.
 
     python bench/idempotency_overhead.py --store sqlite --n 3000 --runs 3
 """
@@ -55,25 +56,63 @@ class StatementCounter:
         sqlite3.connect = self._connect
 
 
-def count_statements(function: str) -> dict[str, float]:
-    """Statements and commits per event for one function, on a fresh SQLite store."""
-    t = target("sqlite", "count")
+class RoundTripCounter:
+    """Counts the statements psycopg sends (each execute is one round trip; BEGIN and
+    COMMIT are statements too), by wrapping Cursor.execute and executemany."""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.cursor = psycopg.Cursor
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._saved = (self.cursor.execute, self.cursor.executemany)
+
+    def install(self) -> None:
+        execute, executemany = self._saved
+        counts, lock = self.counts, self._lock
+
+        def counted(method: Any) -> Any:
+            def call(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+                text = query.decode() if isinstance(query, bytes) else str(query)
+                word = text.lstrip().split(None, 1)[0].upper() if text.strip() else "?"
+                with lock:
+                    counts["statements"] += 1
+                    if word in ("COMMIT", "END"):
+                        counts["commits"] += 1
+                return method(cursor, query, *args, **kwargs)
+
+            return call
+
+        self.cursor.execute = counted(execute)  # type: ignore[method-assign]
+        self.cursor.executemany = counted(executemany)  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        self.cursor.execute, self.cursor.executemany = self._saved  # type: ignore[method-assign]
+
+
+def count_statements(store: str, function: str, events: int) -> dict[str, float]:
+    """Statements (and, on SQLite, commits) per event for one function, on a fresh store
+    drained in this process."""
+    t = target(store, "count") if store == "sqlite" else target(store)
     reset(t)
-    counter = StatementCounter()
+    counter: StatementCounter | RoundTripCounter = (
+        StatementCounter() if store == "sqlite" else RoundTripCounter()
+    )
     counter.install()
     try:
         app = workload.build(t.url, function)
-        prefill(app, COUNTED_EVENTS)
+        prefill(app, events)
         counter.counts.clear()
         summary = app.drain()
         app.close()
     finally:
         counter.uninstall()
-    assert summary.attempts == COUNTED_EVENTS, summary
-    return {
-        "statements_per_event": counter.counts["statements"] / COUNTED_EVENTS,
-        "commits_per_event": counter.counts["commits"] / COUNTED_EVENTS,
-    }
+    assert summary.attempts == events, summary
+    out = {"statements_per_event": counter.counts["statements"] / events}
+    if store == "sqlite":
+        out["commits_per_event"] = counter.counts["commits"] / events
+    return out
 
 
 def main() -> None:
@@ -104,8 +143,8 @@ def main() -> None:
         },
         "capped": capped,
     }
-    if args.store == "sqlite":
-        out["sql_per_event"] = {v: count_statements(v) for v in VARIANTS}
+    events = min(COUNTED_EVENTS, args.n)
+    out["sql_per_event"] = {v: count_statements(args.store, v, events) for v in VARIANTS}
     write_json(args.json, out)
 
 

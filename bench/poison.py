@@ -24,7 +24,7 @@ def one_run(t: Target, n: int, max_seconds: float) -> dict[str, Any]:
     reset(t)
     app = workload.build(t.url, "poison")
     col = app.db.collection("bench")
-    backlog = Backlog(t)
+    backlog = Backlog(t, "poison")
     try:
         with workers(t, "poison"):
             col.document("warmup").set({"warm": True})

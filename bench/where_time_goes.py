@@ -142,7 +142,7 @@ def main() -> None:
     app.close()
     WORK.mkdir(parents=True, exist_ok=True)
     out = WORK / f"profile-{args.store}-{args.function}.speedscope.json"
-    backlog = Backlog(t)
+    backlog = Backlog(t, args.function)
     try:
         with workers(t, args.function) as supervisor:
             # Record once both workers are past start-up and draining.
