@@ -153,7 +153,8 @@ class EventLoopThread:
 def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
     """Why a delivery is too old to run (max_event_age), or None."""
     limit = trigger.options.max_event_age
-    age = claimed.started_at - claimed.event.time
+    # A person's replay of a dead letter gives the event a fresh allowance.
+    age = claimed.started_at - max(claimed.event.time, claimed.replayed_at or 0.0)
     if limit is not None and age > limit:
         return (
             f"event expired: {age:.1f} s old at attempt {claimed.attempt}, max_event_age {limit} s"

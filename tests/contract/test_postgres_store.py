@@ -15,6 +15,7 @@ import pytest
 from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
+from oncefire.stores import migrations
 from oncefire.stores.base import AttemptResult, DeadLetterFilter, FunctionRecord, Lease
 from oncefire.stores.postgres import PostgresStore
 
@@ -208,7 +209,8 @@ def test_concurrent_first_use_migrates_once(
     for store in opened:
         store.close()
     assert errors == []
-    assert admin.execute("SELECT version FROM oncefire_schema").fetchall() == [(1,)]
+    steps = [(version,) for version, _ in migrations.load("postgres")]
+    assert admin.execute("SELECT version FROM oncefire_schema ORDER BY version").fetchall() == steps
     tables = admin.execute(
         "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'oncefire\\_%'"
         " AND schemaname = current_schema()"

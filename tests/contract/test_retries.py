@@ -251,6 +251,36 @@ def test_a_delivery_that_waited_too_long_expires_without_running(
     assert app.dead_letters.count() == 1
 
 
+def test_a_replayed_expired_dead_letter_gets_a_fresh_age_allowance(
+    app: App, clock: TestClock
+) -> None:
+    charge = failing(app, clock, max_event_age=10, raises=lambda n: None)
+    app.db.document("orders/o1").set({"n": 1})
+    clock.advance(11)
+    assert app.drain()["expired"] == 1
+    [letter] = app.dead_letters.list()
+    clock.advance(1000)
+    app.dead_letters.replay(letter.id)
+    clock.advance(10)  # within the allowance counted from the replay
+    assert app.drain()["succeeded"] == 1
+    assert charge.attempts == [1]
+    assert app.store.delivery_states(letter.event_id) == [("charge", "succeeded", 1)]
+
+
+def test_a_replayed_dead_letter_expires_again_once_its_new_allowance_is_spent(
+    app: App, clock: TestClock
+) -> None:
+    charge = failing(app, clock, max_event_age=10, raises=lambda n: None)
+    app.db.document("orders/o1").set({"n": 1})
+    clock.advance(11)
+    app.drain()
+    [letter] = app.dead_letters.list()
+    app.dead_letters.replay(letter.id)
+    clock.advance(11)
+    assert app.drain()["expired"] == 1
+    assert charge.calls == []
+
+
 @pytest.fixture
 def small_app(make_app: Callable[..., App]) -> App:
     """An app whose retry queue takes payloads up to 1,000 bytes."""

@@ -67,6 +67,7 @@ class Claimed:
     attempt: int
     started_at: float
     event: StoredEvent
+    replayed_at: float | None = None  # when a person last replayed it from the dead letters
 
 
 @dataclass(frozen=True, slots=True)

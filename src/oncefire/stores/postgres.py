@@ -165,7 +165,9 @@ class PostgresStore:
                     return []
                 sql = _claim_sql(delivery_ids is not None, has_caps=bool(capped))
                 rows = conn.execute(sql, args).fetchall()
-        return [Claimed(Lease(r[0], r[3]), r[1], r[2], now, StoredEvent(*r[4:10])) for r in rows]
+        return [
+            Claimed(Lease(r[0], r[3]), r[1], r[2], now, StoredEvent(*r[4:10]), r[10]) for r in rows
+        ]
 
     @staticmethod
     def _room(conn: Connection, caps: dict[str, int], now: float) -> dict[str, int]:
@@ -399,7 +401,7 @@ class PostgresStore:
         sql, args = self._dead_where(where, ids)
         rows = self._db.run(
             "WITH d AS (UPDATE oncefire_deliveries AS d SET state = 'pending', attempt = 0,"
-            " run_at = %(now)s, error = NULL, dead_at = NULL, worker = NULL"
+            " run_at = %(now)s, replayed_at = %(now)s, error = NULL, dead_at = NULL, worker = NULL"
             f" WHERE {sql} AND NOT d.truncated RETURNING d.id) " + notifying("d"),
             {**args, "now": now, "channel": CHANNEL},
         )
@@ -529,10 +531,11 @@ def _claim_sql(has_ids: bool, *, has_caps: bool) -> str:
         f"WITH due AS ({due}), taken AS (UPDATE oncefire_deliveries d SET state = 'running',"
         f" attempt = d.attempt + 1, lease_token = {_NEW_TOKEN}, lease_until = %(lease_until)s,"
         " worker = %(worker)s FROM due WHERE d.id = due.id"
-        " RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at),"
+        " RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at,"
+        " d.replayed_at),"
         " opened AS (INSERT INTO oncefire_attempts (delivery_id, event_id, function, number,"
         " worker, started_at) SELECT id, event_id, function, attempt, %(worker)s, %(now)s"
         " FROM taken) SELECT t.id, t.function, t.attempt, t.lease_token, e.id, e.type,"
-        " e.source, e.time, e.data, e.size FROM taken t JOIN oncefire_events e"
+        " e.source, e.time, e.data, e.size, t.replayed_at FROM taken t JOIN oncefire_events e"
         " ON e.id = t.event_id ORDER BY t.run_at, t.id"
     )

@@ -386,10 +386,11 @@ class SqliteStore:
             uncapped = [f for f in functions if f not in room]
             groups = [(uncapped, limit)] if uncapped else []
             groups += [([f], min(room[f], limit)) for f in functions if room.get(f, 0) > 0]
-            candidates: list[tuple[float, int, str, int, str]] = []
+            candidates: list[tuple[float, int, str, int, str, float | None]] = []
             for names, most in groups:
                 query = (
-                    "SELECT run_at, id, function, attempt, event_id FROM oncefire_deliveries"
+                    "SELECT run_at, id, function, attempt, event_id, replayed_at"
+                    " FROM oncefire_deliveries"
                     f" WHERE state = 'pending' AND run_at <= ? AND function IN ({_marks(names)})"
                 )
                 args: list[Any] = [now, *names]
@@ -400,8 +401,9 @@ class SqliteStore:
                 candidates += conn.execute(query, [*args, most]).fetchall()
             chosen = [
                 (delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex)
-                for _, delivery_id, function, attempt, event_id in sorted(candidates)[:limit]
+                for _, delivery_id, function, attempt, event_id, _ in sorted(candidates)[:limit]
             ]
+            replayed = {c[1]: c[5] for c in candidates}
             if not chosen:
                 return []
             conn.executemany(
@@ -415,7 +417,10 @@ class SqliteStore:
                 [(d, e, f, n, worker, now) for d, f, n, e, _ in chosen],
             )
             events = self._events(conn, list({c[3] for c in chosen}))
-        return [Claimed(Lease(d, token), f, n, now, events[e]) for d, f, n, e, token in chosen]
+        return [
+            Claimed(Lease(d, token), f, n, now, events[e], replayed[d])
+            for d, f, n, e, token in chosen
+        ]
 
     @staticmethod
     def _room(conn: sqlite3.Connection, caps: dict[str, int], now: float) -> dict[str, int]:
@@ -636,8 +641,9 @@ class SqliteStore:
         with self._tx() as conn:
             cursor = conn.execute(
                 "UPDATE oncefire_deliveries AS d SET state = 'pending', attempt = 0, run_at = ?,"
-                f" error = NULL, dead_at = NULL, worker = NULL WHERE {sql} AND d.truncated = 0",
-                [now, *args],
+                " replayed_at = ?, error = NULL, dead_at = NULL, worker = NULL"
+                f" WHERE {sql} AND d.truncated = 0",
+                [now, now, *args],
             )
             return cursor.rowcount
 
