@@ -302,15 +302,15 @@ class CollectionReference(Query):
 
     def index(self, field: str) -> None:
         """Keep an index of a field, so equality queries on it do not scan the collection."""
-        with self._db.reading() as tx:
-            docs = list(tx.list_documents(self.path))
-        self._db.store.declare_index(self.path, field, _index_entries_by_path(docs, field))
 
+        def entries_of(docs: Iterator[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+            return {
+                path: key
+                for path, rec in docs
+                for key in _index_entries(rec["data"], [field]).values()
+            }
 
-def _index_entries_by_path(docs: list[tuple[str, dict[str, Any]]], field: str) -> dict[str, str]:
-    return {
-        path: key for path, rec in docs for key in _index_entries(rec["data"], [field]).values()
-    }
+        self._db.store.declare_index(self.path, field, entries_of)
 
 
 class Database:

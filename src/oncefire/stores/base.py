@@ -7,7 +7,7 @@ is guarded by the delivery's state and lease token, so a stale worker changes no
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -198,8 +198,15 @@ class Store(Protocol):
 
     def register_functions(self, records: Sequence[FunctionRecord]) -> None: ...
 
-    def declare_index(self, collection: str, field: str, entries: dict[str, str]) -> None:
-        """Declare an indexed field; entries maps each existing document path to its value key."""
+    def declare_index(
+        self,
+        collection: str,
+        field: str,
+        entries: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
+    ) -> None:
+        """Declare an indexed field and index the documents already there, in one transaction
+        that no document write can interleave with; entries(documents) maps each path to
+        its value key."""
 
     def claim(
         self,

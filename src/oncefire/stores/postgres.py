@@ -7,7 +7,7 @@ Every statement goes to the one server the URL names: no decision reads a replic
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -112,8 +112,17 @@ class PostgresStore:
                 ],
             )
 
-    def declare_index(self, collection: str, field: str, entries: dict[str, str]) -> None:
+    def declare_index(
+        self,
+        collection: str,
+        field: str,
+        entries_of: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
+    ) -> None:
         with self._db.transaction() as conn:
+            # SHARE mode waits for document writes in flight and holds off new ones until the
+            # index is complete, so no write slips between the read and the declaration.
+            conn.execute("LOCK TABLE oncefire_documents IN SHARE MODE")
+            entries = entries_of(PostgresTx(conn, is_write=True).list_documents(collection))
             conn.execute(
                 "INSERT INTO oncefire_index_fields (collection, field) VALUES (%s, %s)"
                 " ON CONFLICT DO NOTHING",

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -339,8 +339,14 @@ class SqliteStore:
                 ],
             )
 
-    def declare_index(self, collection: str, field: str, entries: dict[str, str]) -> None:
-        with self._tx() as conn:
+    def declare_index(
+        self,
+        collection: str,
+        field: str,
+        entries_of: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
+    ) -> None:
+        with self._tx() as conn:  # BEGIN IMMEDIATE: no write can come between read and index
+            entries = entries_of(SqliteTx(conn).list_documents(collection))
             conn.execute(
                 "INSERT INTO oncefire_index_fields (collection, field) VALUES (?, ?)"
                 " ON CONFLICT DO NOTHING",
