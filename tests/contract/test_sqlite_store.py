@@ -276,3 +276,32 @@ def test_repeated_drains_do_not_leak_connections(app: App) -> None:
     for n in range(1, 40):
         write_and_drain(n)
     assert len(os.listdir("/proc/self/fd")) - before < 10
+
+
+def test_a_driver_error_outside_a_transaction_is_a_store_error(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+    with app.store.transaction() as tx:
+        tx.conn.execute("DROP TABLE oncefire_events")  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match="no such table"):
+        app.dead_letters.list()
+    app.close()
+
+
+def test_a_store_that_cannot_migrate_keeps_no_file_open(sqlite_url: str) -> None:
+    path = sqlite_url.removeprefix("sqlite:///")
+    SqliteStore(sqlite_url).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO oncefire_schema (version) VALUES (999)")
+    conn.commit()
+    conn.close()
+
+    def open_files() -> set[str]:
+        return {
+            os.path.realpath(entry.path)
+            for entry in os.scandir("/proc/self/fd")
+            if os.path.exists(entry.path)
+        }
+
+    with pytest.raises(SchemaVersionError):
+        SqliteStore(sqlite_url)
+    assert not {f for f in open_files() if f.startswith(path)}

@@ -194,7 +194,11 @@ class SqliteStore:
         self._all: list[tuple[threading.Thread | None, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
         self._watch: FileWatch | None = None
-        self.migrate()
+        try:
+            self.migrate()
+        except BaseException:
+            self.close()  # a store that cannot be used keeps no file open
+            raise
 
     # -- connections -------------------------------------------------------------------
 
@@ -227,16 +231,19 @@ class SqliteStore:
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
-        if self.is_memory:
-            with self._shared_lock:
-                if self._shared is None:
-                    self._shared = self._connect(None)
-                yield self._shared
-            return
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self._connect(threading.current_thread())
-        yield conn
+        try:
+            if self.is_memory:
+                with self._shared_lock:
+                    if self._shared is None:
+                        self._shared = self._connect(None)
+                    yield self._shared
+                return
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._local.conn = self._connect(threading.current_thread())
+            yield conn
+        except sqlite3.Error as exc:  # wrapped once, here, for every statement of the store
+            raise StoreError(f"The SQLite store failed: {exc}.") from exc
 
     @contextmanager
     def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
