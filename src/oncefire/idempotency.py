@@ -1,6 +1,7 @@
 """@idempotent: side effects outside the store happen once per key, guarded by a leased claim.
 
-The whole state machine lives here; the store only locks, reads and writes one record:
+The whole state machine lives here; the store only locks, reads and writes one record per
+function and key (stored as "function/key"):
 
     absent / expired      -> claim (in progress, leased)        -> run
     completed, same hash  -> return the stored result            (a dedupe hit, no run)
@@ -13,10 +14,12 @@ The whole state machine lives here; the store only locks, reads and writes one r
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import inspect
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from oncefire.errors import (
     InvalidDocumentError,
     OncefireError,
     PayloadMismatchError,
+    PermanentError,
 )
 from oncefire.events import CURRENT_APP, Event
 from oncefire.stores.base import IdempotencyRecord
@@ -49,24 +53,36 @@ class IdempotencySpec:
     lease: float
     ttl: float
     key: Callable[[Event], Any]
+    owner: str = ""  # the decorated function's qualified name
 
 
 def check_registration(name: str, fn: Callable[..., Any], options: Options) -> None:
-    """Refuse an @idempotent ttl that could expire before the last retry of an event."""
+    """Refuse an @idempotent ttl that could expire before the last retry of an event, and a
+    lease that a running attempt could outlive."""
     spec: IdempotencySpec | None = getattr(fn, "__oncefire_idempotent__", None)
     if spec is None:
         return
-    minimum = (options.max_event_age or 0.0) + options.retry_policy.window()
-    if options.retry and spec.ttl < minimum:
+    window = options.retry_policy.window() if options.retry else 0.0
+    minimum = (options.max_event_age or 0.0) + window
+    if spec.ttl < minimum:
         raise ConfigError(
             f"@idempotent(ttl={spec.ttl:g}) on {name!r} could forget a key before the event's "
             f"last retry: use ttl of at least {minimum:g} s (max_event_age plus the retry window)."
         )
+    # A holder whose attempt may still run after its lease ends would be taken over while alive,
+    # and the side effect would run twice.
+    if spec.lease < options.timeout:
+        raise ConfigError(
+            f"@idempotent(lease={spec.lease:g}) on {name!r} is shorter than the function's "
+            f"timeout: use lease of at least {options.timeout:g} s, so a running attempt keeps "
+            "its claim."
+        )
 
 
-def payload_hash(event: Event) -> str:
-    """A hash of the event's stored payload (fixed before the function can touch it)."""
-    return hashlib.sha256(codec.dumps(event.raw).encode()).hexdigest()
+def payload_hash(event: Event, owner: str = "") -> str:
+    """A hash of the event's stored payload, whatever its key order (taken before the run),
+    and of the @idempotent function that claims it."""
+    return hashlib.sha256(codec.canonical([owner, event.raw]).encode()).hexdigest()
 
 
 def _app() -> App:
@@ -85,10 +101,18 @@ class _Claim:
 
 
 def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
-    key = str(spec.key(event))
-    if not key:
-        raise InvalidDocumentError("An idempotency key must be a non-empty string.")
-    digest = payload_hash(event)
+    named = spec.key(event)
+    shown = "" if named is None else str(named)
+    if not shown:
+        # Retrying cannot help, and "None" as a key would join unrelated events.
+        raise PermanentError(
+            f"The idempotency key of {event.function!r} for event {event.id} is empty or None: "
+            "make key= return a non-empty string."
+        )
+    # Records are kept per function (names have no '/'), so two functions on one event each
+    # run once; two helpers sharing a key inside one function differ in their hash instead.
+    key = f"{event.function}/{shown}"
+    digest = payload_hash(event, spec.owner)
     token = uuid.uuid4().hex
     now = app.clock.now()
     with app.store.transaction() as tx:
@@ -96,21 +120,22 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
         if record is not None and record.expires_at > now:
             if record.payload_hash != digest:
                 raise PayloadMismatchError(
-                    f"Idempotency key {key!r} was first used with a different payload: use a "
-                    "key that names this payload, or the event id."
+                    f"Idempotency key {shown!r} was first used with a different payload, or by "
+                    "another @idempotent function: use a key that names this payload and "
+                    "function, or the event id."
                 )
             if record.status == COMPLETED:
                 tx.record_dedupe(event.function, now)
                 result = None if record.result_json is None else codec.loads(record.result_json)
                 return _Claim(key, record.token, result, is_done=True)
             if record.lease_until > now:
-                tx.record_dedupe(event.function, now)
+                # Not a dedupe hit yet: the retry that finds the key completed counts as one.
                 raise ClaimHeldError(
-                    f"Idempotency key {key!r} is held by a running attempt until its lease "
+                    f"Idempotency key {shown!r} is held by a running attempt until its lease "
                     f"ends in {record.lease_until - now:.0f} s; this attempt is retried later.",
                     delay=record.lease_until - now,
                 )
-            log.warning("taking over idempotency key %r after its lease ran out", key)
+            log.warning("taking over idempotency key %r after its lease ran out", shown)
         tx.put_idempotency(
             IdempotencyRecord(
                 key,
@@ -165,25 +190,28 @@ def idempotent(
     key: Callable[[Event], Any] = lambda event: event.id,
 ) -> Callable[[F], F]:
     """Run the function once per key; a repeat returns the stored result without running."""
-    if lease <= 0 or ttl <= 0:
-        raise ConfigError("@idempotent lease and ttl must be positive numbers of seconds.")
-    spec = IdempotencySpec(lease, ttl, key)
+    # Finite, so every in-progress claim expires even if no attempt ever comes back to it.
+    if not all(math.isfinite(v) and v > 0 for v in (lease, ttl)):
+        raise ConfigError("@idempotent lease and ttl must be positive, finite numbers of seconds.")
 
     def decorator(fn: F) -> F:
+        # The qualified name alone: the module name depends on how the app was imported.
+        spec = IdempotencySpec(lease, ttl, key, fn.__qualname__)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(event: Event) -> Any:
                 app = _app()
-                claim = _acquire(app, spec, event)
+                # Store calls run in a thread: a busy store must not stall the event loop.
+                claim = await asyncio.to_thread(_acquire, app, spec, event)
                 if claim.is_done:
                     return claim.result
                 try:
                     result = await fn(event)
                 except BaseException:
-                    _release(app, claim)
+                    _release(app, claim)  # at once, even while the task is being cancelled
                     raise
-                _finish(app, spec, claim, result)
+                await asyncio.to_thread(_finish, app, spec, claim, result)
                 return result
 
             run_async.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]
