@@ -103,9 +103,9 @@ def serve_workers(
     """Supervise the app's worker processes until SIGTERM or SIGINT."""
     configure_logging(verbose)
     if processes < 1:
-        raise click.BadParameter("--processes must be at least 1.")
+        raise click.ClickException("--processes must be at least 1.")
     if concurrency is not None and concurrency < 1:
-        raise click.BadParameter("--concurrency must be at least 1.")
+        raise click.ClickException("--concurrency must be at least 1.")
     from oncefire.supervisor import serve
 
     status = serve(

@@ -177,6 +177,8 @@ def run_child(target: str, concurrency: int | None) -> NoReturn:
     stop_early: list[int] = []
     handler = signal.signal(signal.SIGTERM, lambda signum, _f: stop_early.append(signum))
     signal.signal(signal.SIGINT, handler)
+    if concurrency is not None:  # also sizes the app's PostgreSQL pool to match
+        os.environ["ONCEFIRE_CONCURRENCY"] = str(concurrency)
     try:
         worker = Worker(load_app(target), concurrency=concurrency, is_process=True)
     except Exception:

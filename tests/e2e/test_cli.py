@@ -157,6 +157,9 @@ def test_stats_prints_a_table_and_json(run: Run, dead_letters: list[int]) -> Non
         (("dlq", "replay"), ("--all",)),
         (("dlq", "dismiss", "999"), ("No dead letter 999",)),
         (("dlq", "list", "--limit", "0"), ("limit",)),
+        (("worker", "app.py", "--processes", "0"), ("--processes",)),
+        (("worker", "app.py", "--concurrency", "0"), ("--concurrency",)),
+        (("run", "app.py", "--processes", "-1"), ("--processes",)),
     ],
 )
 def test_user_mistakes_print_one_line_and_exit_non_zero(
