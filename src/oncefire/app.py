@@ -7,6 +7,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -108,6 +109,8 @@ class App:
                 self._next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
             self.triggers[trigger.name] = trigger
             self._register([trigger])
+            with suppress(AttributeError, TypeError):  # lets @idempotent spot a wrong order
+                trigger.fn.__oncefire_trigger__ = trigger.name  # type: ignore[attr-defined]
 
     # -- triggers ----------------------------------------------------------------------
 

@@ -195,6 +195,12 @@ def idempotent(
         raise ConfigError("@idempotent lease and ttl must be positive, finite numbers of seconds.")
 
     def decorator(fn: F) -> F:
+        registered = getattr(fn, "__oncefire_trigger__", None)
+        if registered is not None:
+            raise ConfigError(
+                f"@idempotent is above the trigger decorator of {registered!r}, so the trigger "
+                "would run the function unguarded: put @idempotent below it, next to the def."
+            )
         # The qualified name alone: the module name depends on how the app was imported.
         spec = IdempotencySpec(lease, ttl, key, fn.__qualname__)
         if inspect.iscoroutinefunction(fn):

@@ -115,3 +115,12 @@ def test_payload_hash_names_the_function_that_claims() -> None:
     event = an_event({"data": {"amount": 5}, "attributes": {}})
     assert payload_hash(event, "charge_once") == payload_hash(event, "charge_once")
     assert payload_hash(event, "charge_once") != payload_hash(event, "email_once")
+
+
+def test_idempotent_above_the_trigger_decorator_is_refused() -> None:
+    app = App("sqlite://:memory:")
+    with pytest.raises(ConfigError, match="below it"):
+
+        @idempotent()
+        @app.on_document_created("orders/{o}")
+        def charge(event: Event) -> None: ...
