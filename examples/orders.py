@@ -19,7 +19,8 @@ DEMO_POLICY = RetryPolicy(max_attempts=4, first_delay=1, multiplier=2)
 
 app = App()
 started = time.monotonic()
-charged: dict[str, int] = {}
+charged: dict[str, int] = {}  # gateway charges per idempotency key
+events_of: dict[str, str] = {}  # order id -> the id of its created event
 
 
 class GatewayTimeout(TimeoutError):
@@ -45,6 +46,7 @@ def charge_on_order(event: Event) -> str:
     if not isinstance(amount, int) or amount <= 0:
         raise ValueError(f"order {order_id} has no valid amount: {amount!r}")
     print(f"    -> charging order {order_id}: {amount} cents (attempt {event.attempt})")
+    events_of[order_id] = event.id
     charge_id = payment_gateway(order_id, amount, idempotency_key=event.id)
     with app.db.transaction() as tx:
         if tx.claim(f"count:{event.id}"):  # the counter moves once per order, exactly
@@ -75,6 +77,16 @@ def main() -> None:
     finally:
         worker.stop_requested.set()
         thread.join()
+
+    # At-least-once delivery means the same event can arrive again: show that it is harmless.
+    from oncefire.testing import deliver, make_event
+
+    again = make_event("document.created", "orders/o1", id=events_of["o1"])
+    deliver(app, "charge_on_order", again, times=2)
+    print(
+        f"\nredelivered o1's event twice more: the gateway charged it "
+        f"{charged[events_of['o1']]} time(s) in all; @idempotent returned the stored charge"
+    )
 
     print("\nstats (oncefire stats):")
     from oncefire.cli import print_stats

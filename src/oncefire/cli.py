@@ -282,7 +282,7 @@ def print_stats(figures: dict[str, Any]) -> None:
     """A table of FunctionStats."""
     click.echo(
         f"{'function':<24}{'ok':>6}{'failed':>8}{'rate':>7}{'dead':>6}{'pending':>9}"
-        f"{'p50 s':>8}{'p95 s':>8}{'max att':>9}"
+        f"{'p50 s':>8}{'p95 s':>8}{'max att':>9}{'dedupe':>8}"
     )
     for name, s in figures.items():
         rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
@@ -290,7 +290,7 @@ def print_stats(figures: dict[str, Any]) -> None:
         p95 = "-" if s.p95_duration is None else f"{s.p95_duration:.3f}"
         click.echo(
             f"{name:<24}{s.succeeded:>6}{s.failed:>8}{rate:>7}{s.dead_letters:>6}"
-            f"{s.pending:>9}{p50:>8}{p95:>8}{s.attempts_per_event_max:>9}"
+            f"{s.pending:>9}{p50:>8}{p95:>8}{s.attempts_per_event_max:>9}{s.dedupe_hits:>8}"
         )
 
 
