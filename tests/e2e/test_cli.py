@@ -195,6 +195,10 @@ def test_demo_tells_the_story_and_exits_zero(run: Run) -> None:
     assert "charge_on_order" in out
     assert "oncefire dlq replay" in out  # how to replay it
     assert "orders charged: 2" in out
+    assert "gateway charges per event: [1, 1]" in out  # retried and redelivered, charged once
+    assert "the gateway charged it 1 time(s) in all" in out
+    stats_row = next(line for line in out.splitlines() if line.startswith("charge_on_order "))
+    assert stats_row.split()[-1] == "2"  # two dedupe hits from the redeliveries
 
 
 APP_SOURCE = """
