@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+import queue
 import socket
 import threading
 import time
 import uuid
 from collections import Counter, deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -87,6 +89,7 @@ class Worker:
         self.outcomes: Counter[str] = Counter()
         self._queue: deque[Claimed] = deque()  # claimed (leased), not started yet
         self._inflight: dict[Future[Ending], _InFlight] = {}
+        self._done: queue.SimpleQueue[Future[Ending]] = queue.SimpleQueue()  # ended futures
         self._ended: list[tuple[_InFlight, Ending]] = []  # ended, not recorded yet
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="oncefire-attempt")
         self._loop: EventLoopThread | None = None  # started with the first async attempt
@@ -143,12 +146,17 @@ class Worker:
         else:
             future = self._pool.submit(execution.run, self.app, trigger, item)
         self._inflight[future] = _InFlight(item, trigger, deadline)
+        future.add_done_callback(self._done.put)  # O(1) per attempt, unlike wait() on them all
 
     def collect(self, timeout: float) -> int:
         """Wait up to timeout for attempts to end; record them (and timeouts); how many ended."""
         ended = 0
         if self._inflight:
-            done, _ = wait(list(self._inflight), timeout=timeout, return_when=FIRST_COMPLETED)
+            done = []
+            with suppress(queue.Empty):
+                done.append(self._done.get(timeout=timeout))
+                while True:
+                    done.append(self._done.get_nowait())
             for future in done:
                 flight = self._inflight.pop(future)
                 ended += 1

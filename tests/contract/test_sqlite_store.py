@@ -305,3 +305,29 @@ def test_a_store_that_cannot_migrate_keeps_no_file_open(sqlite_url: str) -> None
     with pytest.raises(SchemaVersionError):
         SqliteStore(sqlite_url)
     assert not {f for f in open_files() if f.startswith(path)}
+
+
+def test_claiming_walks_the_due_index_instead_of_sorting_the_backlog(sqlite_url: str) -> None:
+    app = App(sqlite_url, clock=TestClock())
+
+    @app.on_document_created("orders/{o}")
+    def charge(event: object) -> None: ...
+
+    with app.db.transaction() as tx:
+        for n in range(50):
+            tx.set(app.db.document(f"orders/o{n}"), {"n": n})
+    statements: list[str] = []
+    conn = store_connection(app)
+    conn.set_trace_callback(statements.append)
+    try:
+        now = app.clock.now()
+        app.store.claim(
+            worker="w", now=now, lease_until=now + 30, limit=5, functions=["charge"], caps={}
+        )
+    finally:
+        conn.set_trace_callback(None)
+    [query] = [s for s in statements if s.startswith("SELECT run_at")]
+    plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {query}").fetchall())
+    assert "oncefire_deliveries_due" in plan
+    assert "TEMP B-TREE" not in plan
+    app.close()

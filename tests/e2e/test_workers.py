@@ -287,8 +287,10 @@ def test_a_stopped_process_that_resumes_past_its_lease_changes_nothing(
     assert workers.started(event_id, 1, "end") == zombie
     wait_for(
         "the zombie to learn that its lease is gone",
-        lambda: f"attempt 1 of event {event_id}: lease lost, result discarded" in workers.log()
-        or "lost the lease of delivery" in workers.log(),
+        lambda: (
+            f"attempt 1 of event {event_id}: lease lost, result discarded" in workers.log()
+            or "lost the lease of delivery" in workers.log()
+        ),
     )
     assert workers.state(event_id) == ("succeeded", 2)
     assert workers.app.store.attempts(event_id) == attempts

@@ -402,8 +402,10 @@ class SqliteStore:
             candidates: list[tuple[float, int, str, int, str, float | None]] = []
             for names, most in groups:
                 query = (
+                    # The due index walks pending rows in run_at order and stops at LIMIT;
+                    # the planner would otherwise pick (function, state) and sort the backlog.
                     "SELECT run_at, id, function, attempt, event_id, replayed_at"
-                    " FROM oncefire_deliveries"
+                    " FROM oncefire_deliveries INDEXED BY oncefire_deliveries_due"
                     f" WHERE state = 'pending' AND run_at <= ? AND function IN ({_marks(names)})"
                 )
                 args: list[Any] = [now, *names]
