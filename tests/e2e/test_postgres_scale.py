@@ -188,9 +188,16 @@ def test_four_workers_drain_20000_events_through_a_kill_and_a_database_restart(
 
         wait_for("the first effects", lambda: (effects(url) or 0) >= EVENTS // 10, 300, tmp_path)
         victim = busy_worker(url, workers)
-        wait_for("a worker holding deliveries", lambda: victim() is not None, 60, tmp_path)
-        killed = victim()
-        assert killed is not None
+        found: list[subprocess.Popen[bytes]] = []  # the holder seen, not one looked up again
+
+        def holder_seen() -> bool:
+            worker = victim()
+            if worker is not None:
+                found.append(worker)
+            return worker is not None
+
+        wait_for("a worker holding deliveries", holder_seen, 60, tmp_path)
+        killed = found[-1]
         os.killpg(killed.pid, signal.SIGKILL)  # the worker and any process it started
         killed.wait(10)
         survivors = [w for w in workers if w is not killed]

@@ -22,3 +22,9 @@ def load(dialect: str) -> list[tuple[int, str]]:
 def latest(dialect: str) -> int:
     """The schema version this oncefire needs."""
     return load(dialect)[-1][0]
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a migration script, its -- comments dropped (they may hold ';')."""
+    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]

@@ -161,10 +161,15 @@ class PostgresStore:
             "free": list(functions),
             "ids": list(delivery_ids or ()),
         }
-        if not caps:
-            rows = self._db.run(_claim_sql(delivery_ids is not None, has_caps=False), args)
-        else:
-            with self._db.transaction() as conn:
+        with self._db.transaction() as conn:
+            # Walk the due index in (run_at, id) order and stop at LIMIT. Right after a bulk
+            # write, before autovacuum's ANALYZE, the planner's estimates make a bitmap scan
+            # plus a sort of the whole backlog look cheaper: 8 ms a claim at 5,000 pending.
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            if not caps:
+                sql = _claim_sql(delivery_ids is not None, has_caps=False)
+                rows = conn.execute(sql, args).fetchall()
+            else:
                 room = self._room(conn, caps, now)
                 capped = [(f, n) for f, n in room.items() if f in functions and n > 0]
                 args["free"] = [f for f in functions if f not in room]
@@ -443,7 +448,12 @@ class PostgresStore:
             ):
                 entry(name).durations.append(float(duration))
             for name, state, n in conn.execute(
-                "SELECT function, state, count(*) FROM oncefire_deliveries GROUP BY function, state"
+                "SELECT function, 'pending', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'pending' GROUP BY function UNION ALL"
+                " SELECT function, 'running', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'running' GROUP BY function UNION ALL"
+                " SELECT function, 'dead', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'dead' GROUP BY function"
             ):
                 entry(name).states[state] = int(n)
             extra: dict[str, dict[str, int]] = {}

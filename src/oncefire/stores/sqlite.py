@@ -325,9 +325,8 @@ class SqliteStore:
                 )
             for version, sql in steps:
                 if version > current:
-                    for statement in sql.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    for statement in migrations.statements(sql):
+                        conn.execute(statement)
                     conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
                     current = version
         return int(current)
@@ -690,7 +689,12 @@ class SqliteStore:
             ):
                 entry(name).durations.append(float(duration))
             for name, state, n in conn.execute(
-                "SELECT function, state, count(*) FROM oncefire_deliveries GROUP BY function, state"
+                "SELECT function, 'pending', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'pending' GROUP BY function UNION ALL"
+                " SELECT function, 'running', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'running' GROUP BY function UNION ALL"
+                " SELECT function, 'dead', count(*) FROM oncefire_deliveries"
+                " WHERE state = 'dead' GROUP BY function"
             ):
                 entry(name).states[state] = n
             extra: dict[str, dict[str, int]] = {}
