@@ -130,15 +130,29 @@ class PostgresTx:
         return list(self._functions)
 
     def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
-        cursor = self.conn.execute(
-            "INSERT INTO oncefire_events (id, type, source, time, data, size)"
-            " VALUES (%s, %s, %s, %s, %s::jsonb, %s) ON CONFLICT (id) DO NOTHING",
-            (event.id, event.type, event.source, event.time, codec.dumps(event.data), event.size),
-        )
-        if cursor.rowcount == 0:
-            return False
-        self._insert_deliveries(event.id, functions, run_at, event.time)
-        return True
+        # The event and its deliveries in one statement: one round trip per write, not two.
+        row = self.conn.execute(
+            "WITH e AS (INSERT INTO oncefire_events (id, type, source, time, data, size)"
+            " VALUES (%(id)s, %(type)s, %(source)s, %(time)s, %(data)s::jsonb, %(size)s)"
+            " ON CONFLICT (id) DO NOTHING RETURNING id),"
+            " added AS (INSERT INTO oncefire_deliveries (event_id, function, state, run_at,"
+            " created_at) SELECT e.id, f.name, 'pending', %(run_at)s, %(time)s FROM e"
+            " CROSS JOIN unnest(%(names)s::text[]) WITH ORDINALITY AS f (name, n) ORDER BY f.n"
+            " RETURNING id) SELECT (SELECT count(*) FROM e), n.notified FROM (SELECT 1) AS one"
+            " LEFT JOIN (" + notifying("added") + ") AS n (ids, notified) ON true",
+            {
+                "id": event.id,
+                "type": event.type,
+                "source": event.source,
+                "time": event.time,
+                "data": codec.dumps(event.data),
+                "size": event.size,
+                "run_at": run_at,
+                "names": list(functions),
+                "channel": CHANNEL,
+            },
+        ).fetchone()
+        return row is not None and int(row[0]) == 1
 
     def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
         """New pending deliveries of an existing event (a redelivery); their ids."""
