@@ -7,7 +7,7 @@ import concurrent.futures
 import logging
 import threading
 import traceback
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +160,48 @@ def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
             f"event expired: {age:.1f} s old at attempt {claimed.attempt}, max_event_age {limit} s"
         )
     return None
+
+
+def record_many(app: App, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> None:
+    """Record many endings in one store transaction; successes in one statement."""
+    successes = [item for item in items if item[2].outcome is Outcome.SUCCEEDED]
+    with app.store.batch():
+        if successes:
+            done = app.store.complete_many(
+                [
+                    (
+                        claimed.lease,
+                        AttemptResult(
+                            ending.outcome,
+                            app.clock.now() if ending.finished_at is None else ending.finished_at,
+                            None,
+                            ending.started_at,
+                        ),
+                    )
+                    for _, claimed, ending in successes
+                ]
+            )
+            for trigger, claimed, _ in successes:
+                extra = {"delivery_id": claimed.lease.delivery_id, "function": trigger.name}
+                if claimed.lease.delivery_id in done:
+                    log.info(
+                        "%s attempt %d of event %s succeeded",
+                        trigger.name,
+                        claimed.attempt,
+                        claimed.event.id,
+                        extra=extra,
+                    )
+                else:
+                    log.warning(
+                        "%s attempt %d of event %s: lease lost, result discarded",
+                        trigger.name,
+                        claimed.attempt,
+                        claimed.event.id,
+                        extra=extra,
+                    )
+        for trigger, claimed, ending in items:
+            if ending.outcome is not Outcome.SUCCEEDED:
+                record(app, trigger, claimed, ending)
 
 
 def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:

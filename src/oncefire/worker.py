@@ -180,9 +180,9 @@ class Worker:
 
     def record_ended(self) -> None:
         """Record every ended attempt in one store transaction."""
-        with self.app.store.batch():
-            for flight, ending in self._ended:
-                execution.record(self.app, flight.trigger, flight.claimed, ending)
+        execution.record_many(
+            self.app, [(flight.trigger, flight.claimed, ending) for flight, ending in self._ended]
+        )
         for _, ending in self._ended:
             self.outcomes[ending.outcome] += 1
         self._ended.clear()

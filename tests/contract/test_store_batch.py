@@ -6,7 +6,7 @@ import pytest
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.stores.base import AttemptResult, Claimed
+from oncefire.stores.base import AttemptResult, Claimed, Lease
 
 
 def claim_all(app: App) -> list[Claimed]:
@@ -52,3 +52,28 @@ def test_an_error_inside_a_batch_rolls_back_every_call(app: App, claimed: list[C
     with app.store.batch():  # the store is usable afterwards
         assert app.store.complete(claimed[0].lease, done)
     assert states(app, claimed) == ["succeeded", "running", "running"]
+
+
+def test_complete_many_completes_the_leases_still_held_and_nothing_else(
+    app: App, claimed: list[Claimed]
+) -> None:
+    stale = Lease(claimed[2].lease.delivery_id, "not-the-token")
+    now = app.clock.now()
+    done = app.store.complete_many(
+        [
+            (claimed[0].lease, AttemptResult("succeeded", now + 2, None, now + 1)),
+            (claimed[1].lease, AttemptResult("succeeded", now + 3)),
+            (stale, AttemptResult("succeeded", now + 3)),
+        ]
+    )
+    assert done == {claimed[0].lease.delivery_id, claimed[1].lease.delivery_id}
+    assert states(app, claimed) == ["succeeded", "succeeded", "running"]
+    [first] = app.store.attempts(claimed[0].event.id)
+    assert (first["outcome"], first["started_at"], first["finished_at"]) == (
+        "succeeded",
+        now + 1,
+        now + 2,
+    )
+    [second] = app.store.attempts(claimed[1].event.id)
+    assert second["started_at"] == now  # no start given: the claim time stays
+    assert app.store.complete_many([]) == set()

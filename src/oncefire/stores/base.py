@@ -223,6 +223,9 @@ class Store(Protocol):
 
     def complete(self, lease: Lease, result: AttemptResult) -> bool: ...
 
+    def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
+        """complete() for many deliveries at once; the ids of those whose lease still held."""
+
     def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool: ...
 
     def bury(

@@ -481,6 +481,14 @@ class SqliteStore:
         with self._tx() as conn:
             return self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ())
 
+    def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
+        done = set()
+        with self._tx() as conn:
+            for lease, result in items:
+                if self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ()):
+                    done.add(lease.delivery_id)
+        return done
+
     def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
         with self._tx() as conn:
             return self._finish(
