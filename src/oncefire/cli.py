@@ -91,6 +91,7 @@ def demo(store: str | None) -> None:
             f"The demo needs examples/orders.py beside the source; not at {path}."
         )
     configure_logging(stream=sys.stdout)
+    logging.getLogger("oncefire.execution").setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
     os.environ["ONCEFIRE_STORE"] = store

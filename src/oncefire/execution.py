@@ -162,6 +162,27 @@ def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
     return None
 
 
+def _log(trigger: Trigger, claimed: Claimed, what: str, *, level: int = logging.INFO) -> None:
+    # Successes log at DEBUG: a line per event would cost a busy worker more than its work.
+    log.log(
+        level,
+        "%s attempt %d of event %s: %s",
+        trigger.name,
+        claimed.attempt,
+        claimed.event.id,
+        what,
+        extra={"delivery_id": claimed.lease.delivery_id, "function": trigger.name},
+    )
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").splitlines()[0] if text else ""
+
+
+def _finished_at(app: App, ending: Ending) -> float:
+    return app.clock.now() if ending.finished_at is None else ending.finished_at
+
+
 def record_many(app: App, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> None:
     """Record many endings in one store transaction; successes in one statement."""
     successes = [item for item in items if item[2].outcome is Outcome.SUCCEEDED]
@@ -172,47 +193,33 @@ def record_many(app: App, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> N
                     (
                         claimed.lease,
                         AttemptResult(
-                            ending.outcome,
-                            app.clock.now() if ending.finished_at is None else ending.finished_at,
-                            None,
-                            ending.started_at,
+                            ending.outcome, _finished_at(app, ending), None, ending.started_at
                         ),
                     )
                     for _, claimed, ending in successes
                 ]
             )
             for trigger, claimed, _ in successes:
-                extra = {"delivery_id": claimed.lease.delivery_id, "function": trigger.name}
                 if claimed.lease.delivery_id in done:
-                    log.info(
-                        "%s attempt %d of event %s succeeded",
-                        trigger.name,
-                        claimed.attempt,
-                        claimed.event.id,
-                        extra=extra,
-                    )
+                    _log(trigger, claimed, "succeeded", level=logging.DEBUG)
                 else:
-                    log.warning(
-                        "%s attempt %d of event %s: lease lost, result discarded",
-                        trigger.name,
-                        claimed.attempt,
-                        claimed.event.id,
-                        extra=extra,
-                    )
+                    _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
         for trigger, claimed, ending in items:
             if ending.outcome is not Outcome.SUCCEEDED:
                 record(app, trigger, claimed, ending)
 
 
+LEASE_LOST = "lease lost, result discarded"
+
+
 def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
     """Apply the retry rules to an ending and record it; False if the lease was lost."""
-    now = app.clock.now() if ending.finished_at is None else ending.finished_at
-    policy = trigger.options.retry_policy
+    now = _finished_at(app, ending)
     decision = decide(
         ending.outcome,
         attempt=claimed.attempt,
         now=now,
-        policy=policy,
+        policy=trigger.options.retry_policy,
         is_retry_enabled=trigger.options.retry,
         error=ending.error,
         requested_delay=ending.requested_delay,
@@ -235,44 +242,17 @@ def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool
                 {"truncated": text[:TRUNCATED_PAYLOAD_CHARS], "size": claimed.event.size}
             )
         is_recorded = app.store.bury(lease, result, decision.error, truncated)
-    extra = {"delivery_id": lease.delivery_id, "function": trigger.name}
     if not is_recorded:
-        log.warning(
-            "%s attempt %d of event %s: lease lost, result discarded",
-            trigger.name,
-            claimed.attempt,
-            claimed.event.id,
-            extra=extra,
-        )
+        _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
     elif decision.state == "pending":
-        log.info(
-            "%s attempt %d of event %s %s: %s; next attempt in %.1f s",
-            trigger.name,
-            claimed.attempt,
-            claimed.event.id,
-            ending.outcome,
-            (ending.error or "").splitlines()[0],
-            (decision.run_at or now) - now,
-            extra=extra,
-        )
+        wait = (decision.run_at or now) - now
+        what = f"{ending.outcome}: {_first_line(ending.error)}; next attempt in {wait:.1f} s"
+        _log(trigger, claimed, what)
     elif decision.state == "dead":
-        log.warning(
-            "%s attempt %d of event %s %s: %s; dead letter",
-            trigger.name,
-            claimed.attempt,
-            claimed.event.id,
-            ending.outcome,
-            (decision.error or "").splitlines()[0],
-            extra=extra,
-        )
+        what = f"{ending.outcome}: {_first_line(decision.error)}; dead letter"
+        _log(trigger, claimed, what, level=logging.WARNING)
     else:
-        log.info(
-            "%s attempt %d of event %s succeeded",
-            trigger.name,
-            claimed.attempt,
-            claimed.event.id,
-            extra=extra,
-        )
+        _log(trigger, claimed, "succeeded", level=logging.DEBUG)
     return is_recorded
 
 
