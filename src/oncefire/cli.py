@@ -215,54 +215,42 @@ def dlq_show(dead_letter_id: int, store: str | None) -> None:
     echo_json(open_app(store).dead_letters.get(dead_letter_id).to_dict())
 
 
-@dlq.command("replay")
-@click.argument("dead_letter_id", type=int, required=False)
-@store_option
-@click.option("--all", "replay_all", is_flag=True, help="Replay every match of the filters.")
-@click.option("--function", default=None)
-@click.option("--error", "error_contains", default=None)
-@friendly
-def dlq_replay(
-    dead_letter_id: int | None,
-    store: str | None,
-    replay_all: bool,
-    function: str | None,
-    error_contains: str | None,
-) -> None:
-    """Move a dead letter (or all matches with --all) back to pending, at attempt 1."""
-    letters = open_app(store).dead_letters
-    if replay_all:
-        click.echo(f"replayed {letters.replay_all(function, error_contains=error_contains)}")
-    elif dead_letter_id is None:
-        raise click.ClickException("Give a dead letter id, or --all.")
-    else:
-        letters.replay(dead_letter_id)
-        click.echo(f"replayed {dead_letter_id}")
+def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
+    """A `dlq VERB [ID] [--all --function F --error TEXT]` command over DeadLetters."""
+
+    @click.argument("dead_letter_id", type=int, required=False)
+    @store_option
+    @click.option("--all", "is_all", is_flag=True, help=f"{verb.title()} every match.")
+    @click.option("--function", default=None, help="With --all: only this function's.")
+    @click.option("--error", "error_contains", default=None, help="With --all: errors with this.")
+    @friendly
+    def command(
+        dead_letter_id: int | None,
+        store: str | None,
+        is_all: bool,
+        function: str | None,
+        error_contains: str | None,
+    ) -> None:
+        letters = open_app(store).dead_letters
+        if is_all:
+            done = getattr(letters, f"{verb}_all")(function, error_contains=error_contains)
+            click.echo(f"{verb}ed {done}")
+        elif dead_letter_id is None:
+            raise click.ClickException("Give a dead letter id, or --all.")
+        else:
+            getattr(letters, verb)(dead_letter_id)
+            click.echo(f"{verb}ed {dead_letter_id}")
+
+    command.__doc__ = summary
+    return dlq.command(verb)(command)
 
 
-@dlq.command("dismiss")
-@click.argument("dead_letter_id", type=int, required=False)
-@store_option
-@click.option("--all", "dismiss_all", is_flag=True)
-@click.option("--function", default=None)
-@click.option("--error", "error_contains", default=None)
-@friendly
-def dlq_dismiss(
-    dead_letter_id: int | None,
-    store: str | None,
-    dismiss_all: bool,
-    function: str | None,
-    error_contains: str | None,
-) -> None:
-    """Delete a dead letter (or all matches with --all); it never runs."""
-    letters = open_app(store).dead_letters
-    if dismiss_all:
-        click.echo(f"dismissed {letters.dismiss_all(function, error_contains=error_contains)}")
-    elif dead_letter_id is None:
-        raise click.ClickException("Give a dead letter id, or --all.")
-    else:
-        letters.dismiss(dead_letter_id)
-        click.echo(f"dismissed {dead_letter_id}")
+dlq_replay = dead_letter_action(
+    "replay", "Move a dead letter (or all matches with --all) back to pending, at attempt 1."
+)
+dlq_dismiss = dead_letter_action(
+    "dismiss", "Delete a dead letter (or all matches with --all); it never runs."
+)
 
 
 @main.command()
