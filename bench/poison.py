@@ -46,8 +46,9 @@ def one_run(t: Target, n: int, max_seconds: float) -> dict[str, Any]:
             (MAX_ATTEMPTS,),
         )
         wrong_rows = backlog.count(
-            "SELECT count(*) FROM (SELECT delivery_id, count(*) AS n FROM oncefire_attempts"
-            " WHERE outcome = 'failed' GROUP BY delivery_id) AS per_delivery WHERE n != ?",
+            "SELECT count(*) FROM oncefire_deliveries d WHERE d.state = 'dead' AND (SELECT"
+            " count(*) FROM oncefire_attempts a WHERE a.delivery_id = d.id"
+            " AND a.outcome = 'failed') != ?",
             (MAX_ATTEMPTS,),
         )
         listed = app.dead_letters.count()
@@ -68,6 +69,9 @@ def one_run(t: Target, n: int, max_seconds: float) -> dict[str, Any]:
         "deliveries_not_at_6": wrong_attempt,
         "deliveries_without_6_failed_attempts": wrong_rows,
         "exactly_6_each": is_exact and wrong_rows == 0,
+        # Of the deliveries that are dead letters (all of them unless cut short), how many
+        # did not get exactly 6 failed attempts.
+        "dead_without_exactly_6": wrong_attempt + wrong_rows,
         "capped": left > 0,
         "left": left,
     }
@@ -99,6 +103,7 @@ def main() -> None:
             "attempts_per_second": summarize([r["rate"] for r in runs]),
             "attempts_per_event": summarize([r["attempts_per_event"] for r in runs]),
             "exactly_6_each": all(r["exactly_6_each"] for r in runs),
+            "dead_without_exactly_6": sum(r["dead_without_exactly_6"] for r in runs),
             "capped": any(r["capped"] for r in runs),
             "runs": runs,
         },

@@ -53,7 +53,7 @@ SIZES = {
         "poison": 10_000,
         "idempotency": 2000,
         "max_seconds": 10.0,
-        "poison_seconds": 30.0,
+        "poison_seconds": 75.0,
     },
     "quick": {
         "n": 300,

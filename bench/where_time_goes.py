@@ -28,6 +28,8 @@ from benchlib import BENCH, WORK, log, write_json
 from harness import Backlog, prefill, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
+IDLE_CALLS = (".get(timeout", ".wait(", "sleep(", "select(", ".poll(")
+IDLE = "idle (waiting for work)"
 
 
 def py_spy() -> str | None:
@@ -64,19 +66,32 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
     if any(f.endswith("logging/__init__.py") for f in files):
         return operation, "logging"
     if operation == "-" and any(leaf_file.endswith(x) for x in IDLE_FILES):
-        return "-", "idle (waiting for work)"
+        return "-", IDLE
+    text = linecache.getline(leaf_file, int(leaf.get("line") or 0)) if leaf_file else ""
+    if operation == "-" and any(w in text for w in IDLE_CALLS):
+        return "-", IDLE  # a blocking call in C: the line shows it
     if (operation == "-" and names[-1] in ("sleep", "wait")) or "SqliteStore.wait" in names:
-        return "-", "idle (waiting for work)"
+        return "-", IDLE
     if "/oncefire/" in leaf_file:
         return operation, "oncefire Python code"
     return operation, "other Python (stdlib, driver)"
 
 
+def thread_group(profile_name: str) -> str:
+    """Which of a worker process's threads a speedscope profile is: its loop or an attempt."""
+    if "oncefire-attempt" in profile_name:
+        return "attempt threads (run the functions)"
+    if '"MainThread"' in profile_name:
+        return "loop thread (claims, records, waits)"
+    return "other threads"
+
+
 def summarize_profile(path: Path) -> dict[str, Any]:
-    """Samples of the worker processes' threads grouped by operation and phase."""
+    """Samples of the worker processes' threads grouped by thread, operation and phase."""
     data = json.loads(path.read_text())
     frames = data["shared"]["frames"]
     by_phase: Counter[str] = Counter()
+    by_group: dict[str, Counter[str]] = {}
     by_operation: Counter[str] = Counter()
     by_both: Counter[tuple[str, str]] = Counter()
     leaves: Counter[str] = Counter()
@@ -84,6 +99,7 @@ def summarize_profile(path: Path) -> dict[str, Any]:
     for profile in data["profiles"]:
         if "oncefire-parent" in profile.get("name", ""):
             continue  # a watchdog thread that only sleeps
+        group = by_group.setdefault(thread_group(profile.get("name", "")), Counter())
         for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
             chain = [frames[i] for i in stack]
             if not any("oncefire.supervisor" in (f.get("name") or "") for f in chain[:3]):
@@ -93,14 +109,15 @@ def summarize_profile(path: Path) -> dict[str, Any]:
                 continue
             operation, phase = phase_of(chain)
             by_phase[phase] += weight
+            group[phase if operation == "-" else f"{operation} / {phase}"] += weight
             by_both[(operation, phase)] += weight
-            if phase != "idle (waiting for work)":
+            if phase != IDLE:
                 by_operation[operation] += weight
                 leaf = chain[-1]
                 file = (leaf.get("file") or "").split("/src/")[-1].split("site-packages/")[-1]
                 leaves[f"{leaf.get('name')} ({file}:{leaf.get('line')})"] += weight
             total += weight
-    busy = total - by_phase["idle (waiting for work)"]
+    busy = total - by_phase[IDLE]
 
     def share(counter: Counter[Any], base: float, top: int) -> list[dict[str, Any]]:
         return [
@@ -113,10 +130,13 @@ def summarize_profile(path: Path) -> dict[str, Any]:
         "samples": total,
         "busy_samples": busy,
         "phases": share(by_phase, total, 12),
+        "threads": {
+            name: share(counts, sum(counts.values()), 8)
+            for name, counts in sorted(by_group.items())
+            if sum(counts.values())
+        },
         "busy_by_operation_and_phase": share(
-            Counter({k: v for k, v in by_both.items() if k[1] != "idle (waiting for work)"}),
-            busy,
-            12,
+            Counter({k: v for k, v in by_both.items() if k[1] != IDLE}), busy, 12
         ),
         "busy_by_operation": share(by_operation, busy, 8),
         "top_leaves": share(leaves, busy, 10),
