@@ -1,0 +1,152 @@
+"""Document and outbox operations inside one SQLite transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from oncefire import codec
+from oncefire.events import StoredEvent
+from oncefire.stores.base import FunctionRecord, IdempotencyRecord
+
+
+def marks(values: Sequence[Any]) -> str:
+    """As many ? placeholders as values, comma-separated."""
+    return ",".join("?" * len(values))
+
+
+class SqliteTx:
+    """Document and outbox operations inside one SQLite transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get_document(self, path: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = ?", (path,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {"data": codec.loads(row[0]), "create_time": row[1], "update_time": row[2]}
+
+    def put_document(
+        self, path: str, collection: str, data_json: str, create_time: float, update_time: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET data = excluded.data,"
+            " update_time = excluded.update_time",
+            (path, collection, data_json, create_time, update_time),
+        )
+
+    def delete_document(self, path: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_documents WHERE path = ?", (path,))
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
+
+    def list_documents(
+        self, collection: str, equals: tuple[str, str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        if equals is None:
+            cursor = self.conn.execute(
+                "SELECT path, data, create_time, update_time FROM oncefire_documents"
+                " WHERE collection = ? ORDER BY path",
+                (collection,),
+            )
+        else:
+            cursor = self.conn.execute(
+                "SELECT d.path, d.data, d.create_time, d.update_time FROM oncefire_index_entries i"
+                " JOIN oncefire_documents d ON d.path = i.path"
+                " WHERE i.collection = ? AND i.field = ? AND i.value = ? ORDER BY d.path",
+                (collection, *equals),
+            )
+        for path, data, created, updated in cursor:
+            yield path, {"data": codec.loads(data), "create_time": created, "update_time": updated}
+
+    def index_fields(self, collection: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT field FROM oncefire_index_fields WHERE collection = ?", (collection,)
+        )
+        return [r[0] for r in rows]
+
+    def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
+        self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
+        self.conn.executemany(
+            "INSERT INTO oncefire_index_entries (collection, field, value, path)"
+            " VALUES (?, ?, ?, ?)",
+            [(collection, f, v, path) for f, v in entries.items()],
+        )
+
+    def functions(self) -> list[FunctionRecord]:
+        rows = self.conn.execute(
+            "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
+        )
+        return [FunctionRecord(r[0], r[1], r[2], tuple(r[3].split(",")), r[4]) for r in rows]
+
+    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_events (id, type, source, time, data, size)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (event.id, event.type, event.source, event.time, codec.dumps(event.data), event.size),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self.conn.executemany(
+            "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
+            " VALUES (?, ?, 'pending', ?, ?)",
+            [(event.id, name, run_at, event.time) for name in functions],
+        )
+        return True
+
+    def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
+        """New pending deliveries of an existing event (a redelivery); their ids."""
+        ids = []
+        for name in functions:
+            cursor = self.conn.execute(
+                "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
+                " VALUES (?, ?, 'pending', ?, ?)",
+                (event_id, name, run_at, run_at),
+            )
+            ids.append(int(cursor.lastrowid or 0))
+        return ids
+
+    def claim_key(self, key: str, now: float, expires_at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO oncefire_claims (key, created_at, expires_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,"
+            " expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= ?",
+            (key, now, expires_at, now),
+        )
+        return cursor.rowcount == 1
+
+    def record_dedupe(self, function: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (?, ?)", (function, now)
+        )
+
+    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
+        row = self.conn.execute(
+            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
+            " FROM oncefire_idempotency WHERE key = ?",
+            (key,),
+        ).fetchone()
+        return None if row is None else IdempotencyRecord(*row)
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO oncefire_idempotency (key, function, status, token,"
+            " payload_hash, lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.key,
+                record.function,
+                record.status,
+                record.token,
+                record.payload_hash,
+                record.lease_until,
+                record.expires_at,
+                record.result_json,
+            ),
+        )
+
+    def delete_idempotency(self, key: str) -> None:
+        self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = ?", (key,))
