@@ -70,9 +70,11 @@ def test_synchronous_normal_is_an_opt_in(db_path: Path) -> None:
 
 
 def test_every_connection_has_a_busy_timeout(app: App) -> None:
+    # Writers wait up to BUSY_TIMEOUT_MS in the store's own loop (short naps, shared fairly);
+    # SQLite's handler only covers the rest, briefly.
     assert BUSY_TIMEOUT_MS >= 5000
     conn = store_connection(app)
-    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
 
 
 def test_write_transactions_begin_immediate(app: App, db_path: Path) -> None:

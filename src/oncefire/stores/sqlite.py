@@ -77,6 +77,9 @@ class SqliteStore:
             conn.execute(
                 f"PRAGMA synchronous = {'FULL' if self.synchronous == 'FULL' else 'NORMAL'}"
             )
+            # Write transactions wait in _begin; a short wait here covers the rest (a reader
+            # meeting a checkpoint), without SQLite's long naps.
+            conn.execute("PRAGMA busy_timeout = 20")
         except sqlite3.Error as exc:
             raise StoreError(f"Cannot open the SQLite store at {self.path!r}: {exc}.") from exc
         with self._all_lock:
@@ -112,10 +115,7 @@ class SqliteStore:
                 yield conn
             return
         with self._conn() as conn:
-            try:
-                conn.execute(f"BEGIN {mode}")
-            except sqlite3.Error as exc:
-                raise StoreError(f"The SQLite store is unavailable: {exc}.") from exc
+            self._begin(conn, mode)
             try:
                 yield conn
             except BaseException:
@@ -127,6 +127,29 @@ class SqliteStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise StoreError(f"Commit to the SQLite store failed: {exc}.") from exc
+
+    @staticmethod
+    def _begin(conn: sqlite3.Connection, mode: str) -> None:
+        # SQLite's own busy handler sleeps 1, 2, 5, 10 ... 100 ms between tries, so a worker
+        # next to a busy writer would wait in ever longer naps while the writer keeps taking
+        # the lock. Asking again every fraction of a millisecond shares the lock fairly.
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        nap = 0.0001
+        while True:
+            try:
+                conn.execute(f"BEGIN {mode}")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StoreError(f"The SQLite store is unavailable: {exc}.") from exc
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"The SQLite store stayed locked for {BUSY_TIMEOUT_MS / 1000:g} s: {exc}."
+                    ) from exc
+                time.sleep(nap)
+                nap = min(nap * 2, 0.002)
+            except sqlite3.Error as exc:
+                raise StoreError(f"The SQLite store is unavailable: {exc}.") from exc
 
     @contextmanager
     def batch(self) -> Iterator[None]:
