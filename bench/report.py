@@ -47,6 +47,11 @@ def mark(result: dict[str, Any]) -> str:
     return f" {CAPPED}" if result.get("capped") else ""
 
 
+def runs_mark(runs: Any) -> str:
+    """The cut-short mark when any of these runs was cut short."""
+    return f" {CAPPED}" if any(r.get("capped") for r in runs or []) else ""
+
+
 def met(ok: bool | None) -> str:
     return DASH if ok is None else ("yes" if ok else "**no**")
 
@@ -268,8 +273,10 @@ def throughput(page: Page) -> None:
         "N no-op events drained by 2 worker processes. *Drain-only*: the backlog is written "
         "first with no worker running, then the workers start; timed from the moment 2.5 % "
         "have run (start-up excluded) to the last. *End to end*: warm workers, one producer "
-        "writes the documents one transaction each, timed from the first write to the last "
-        "function run (oncefire only; `--peer-e2e` adds the peers).",
+        "writes the documents one transaction each; events run per second from the first "
+        "write to the last function run, the whole bounded by the drain time bound from the "
+        "first write (so with a slow producer it is the rate at which events ran while it "
+        "wrote). oncefire only; `--peer-e2e` adds the peers.",
         "",
     )
     sq, pg = drain_of(page, "sqlite"), drain_of(page, "postgres")
@@ -286,8 +293,8 @@ def throughput(page: Page) -> None:
             [
                 "oncefire",
                 LABEL[store],
-                fig(t.get("drain_only")) + mark(t),
-                fig(t.get("end_to_end")),
+                fig(t.get("drain_only")) + runs_mark(t.get("drain_runs")),
+                fig(t.get("end_to_end")) + runs_mark(t.get("e2e_runs")),
                 fig(t.get("producer_write_rate")),
                 ratio(rate, sq),
                 ratio(rate, pg),
@@ -305,8 +312,8 @@ def throughput(page: Page) -> None:
             [
                 label,
                 broker,
-                fig(p.get("drain_only")) + mark(p),
-                fig(p.get("end_to_end")),
+                fig(p.get("drain_only")) + runs_mark(p.get("drain_runs")),
+                fig(p.get("end_to_end")) + runs_mark(p.get("e2e_runs")),
                 DASH,
                 ratio(rate, sq),
                 ratio(rate, pg),

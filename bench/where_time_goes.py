@@ -54,6 +54,8 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
                 operation = "the function (workload.py)"
                 break
     leaf_file = leaf.get("file") or ""
+    if operation.endswith(".wait"):
+        return "-", IDLE  # a store's wait for new work (inotify, NOTIFY or a poll)
     if "/oncefire/stores/" in leaf_file:
         text = linecache.getline(leaf_file, int(leaf.get("line") or 0)).upper()
         if "BEGIN" in text or "LOCK_EX" in text:
