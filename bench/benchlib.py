@@ -30,8 +30,10 @@ SRC = Path(os.environ.get("BENCH_SRC") or ROOT / "src").resolve()
 
 PG_HOST = os.environ.get("BENCH_PG_HOST", "127.0.0.1")
 PG_ADMIN_URL = f"postgresql://postgres@{PG_HOST}:5432/postgres"
-ONCEFIRE_PG_DB = "oncefire_bench"
-PROCRASTINATE_PG_DB = "procrastinate_bench"
+# BENCH_DB_SUFFIX keeps the PostgreSQL databases of two checkouts measuring at once apart.
+DB_SUFFIX = os.environ.get("BENCH_DB_SUFFIX", "")
+ONCEFIRE_PG_DB = f"oncefire_bench{DB_SUFFIX}"
+PROCRASTINATE_PG_DB = f"procrastinate_bench{DB_SUFFIX}"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a db of our own: only this one is ever flushed
 
 POLL = 0.02  # seconds between looks at a queue's backlog while timing a drain

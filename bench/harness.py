@@ -17,6 +17,7 @@ from typing import Any
 import workload
 from benchlib import (
     BENCH,
+    DB_SUFFIX,
     ONCEFIRE_PG_DB,
     SRC,
     WORK,
@@ -55,7 +56,9 @@ def target(kind: str, tag: str = "main") -> Target:
         path = WORK / f"oncefire-{tag}.db"
         return Target("sqlite", f"sqlite:///{path}", path)
     if kind == "postgres":
-        return Target("postgres", pg_url(ONCEFIRE_PG_DB if tag == "main" else f"{tag}_bench"))
+        return Target(
+            "postgres", pg_url(ONCEFIRE_PG_DB if tag == "main" else f"{tag}_bench{DB_SUFFIX}")
+        )
     raise SystemExit(f"unknown store kind {kind!r}: use sqlite or postgres")
 
 
