@@ -31,8 +31,8 @@ class Settings:
     """How long SIGTERM waits for in-flight attempts before handing them back."""
     concurrency: int = 8
     """Attempts one worker process runs at once."""
-    batch_size: int = 32
-    """Most deliveries a worker claims in one statement."""
+    batch_size: int = 512
+    """Most deliveries a worker claims at once (it claims about 50 ms of work at a time)."""
     max_payload_bytes: int = 512 * 1024
     """Events larger than this get one attempt; a failure parks them with a truncated payload."""
     sqlite_synchronous: str = "FULL"
