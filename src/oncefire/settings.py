@@ -9,6 +9,7 @@ from typing import Any
 from oncefire.errors import ConfigError
 
 DEFAULT_STORE = "sqlite:///oncefire.db"
+MAX_BATCH_SIZE = 10_000  # a claim's ids go into one statement; SQLite takes 32,766 parameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class Settings:
             raise ConfigError("Setting renew_every must be shorter than lease.")
         if self.concurrency < 1 or self.batch_size < 1:
             raise ConfigError("Settings concurrency and batch_size must be at least 1.")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise ConfigError(f"Setting batch_size must be at most {MAX_BATCH_SIZE}.")
         if self.sqlite_synchronous.upper() not in ("FULL", "NORMAL"):
             raise ConfigError("Setting sqlite_synchronous must be FULL or NORMAL.")
 

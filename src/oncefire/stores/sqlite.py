@@ -253,13 +253,19 @@ class SqliteStore:
 
     # -- deliveries --------------------------------------------------------------------
 
-    def _events(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, StoredEvent]:
+    @staticmethod
+    def _event_rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
         rows = conn.execute(
             "SELECT id, type, source, time, data, size FROM oncefire_events"
             f" WHERE id IN ({marks(ids)})",
             list(ids),
         )
-        return {r[0]: StoredEvent(r[0], r[1], r[2], r[3], codec.loads(r[4]), r[5]) for r in rows}
+        return {r[0]: r for r in rows}
+
+    @staticmethod
+    def _event(row: tuple[Any, ...]) -> StoredEvent:
+        # Decoded once the transaction has ended: the write lock is held no longer than needed.
+        return StoredEvent(row[0], row[1], row[2], row[3], codec.loads(row[4]), row[5])
 
     def claim(
         self,
@@ -274,6 +280,7 @@ class SqliteStore:
     ) -> list[Claimed]:
         if not functions:
             return []
+        token = uuid.uuid4().hex  # one a claim: the lease is the delivery id with it
         with self._tx() as conn:
             room = self._room(conn, caps, now)
             # The uncapped functions, then each capped function up to its room: a capped
@@ -281,13 +288,12 @@ class SqliteStore:
             uncapped = [f for f in functions if f not in room]
             groups = [(uncapped, limit)] if uncapped else []
             groups += [([f], min(room[f], limit)) for f in functions if room.get(f, 0) > 0]
-            candidates: list[tuple[float, int, str, int, str, float | None]] = []
+            candidates: list[tuple[float, int]] = []
             for names, most in groups:
                 query = (
                     # The due index walks pending rows in run_at order and stops at LIMIT;
                     # the planner would otherwise pick (function, state) and sort the backlog.
-                    "SELECT run_at, id, function, attempt, event_id, replayed_at"
-                    " FROM oncefire_deliveries INDEXED BY oncefire_deliveries_due"
+                    "SELECT run_at, id FROM oncefire_deliveries INDEXED BY oncefire_deliveries_due"
                     f" WHERE state = 'pending' AND run_at <= ? AND function IN ({marks(names)})"
                 )
                 args: list[Any] = [now, *names]
@@ -296,27 +302,27 @@ class SqliteStore:
                     args += list(delivery_ids)
                 query += " ORDER BY run_at, id LIMIT ?"
                 candidates += conn.execute(query, [*args, most]).fetchall()
-            chosen = [
-                (delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex)
-                for _, delivery_id, function, attempt, event_id, _ in sorted(candidates)[:limit]
-            ]
-            replayed = {c[1]: c[5] for c in candidates}
+            chosen = [delivery_id for _, delivery_id in sorted(candidates)[:limit]]
             if not chosen:
                 return []
-            conn.executemany(
-                "UPDATE oncefire_deliveries SET state = 'running', attempt = ?, lease_token = ?,"
-                " lease_until = ?, worker = ? WHERE id = ? AND state = 'pending'",
-                [(n, token, lease_until, worker, d) for d, _, n, _, token in chosen],
-            )
-            conn.executemany(
+            taken = conn.execute(
+                "UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,"
+                " lease_token = ?, lease_until = ?, worker = ?"
+                f" WHERE id IN ({marks(chosen)}) AND state = 'pending'"
+                " RETURNING run_at, id, function, attempt, event_id, replayed_at",
+                [token, lease_until, worker, *chosen],
+            ).fetchall()
+            conn.execute(
                 "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
-                " started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [(d, e, f, n, worker, now) for d, f, n, e, _ in chosen],
+                " started_at) SELECT id, event_id, function, attempt, worker, ?"
+                f" FROM oncefire_deliveries WHERE id IN ({marks(chosen)})",
+                [now, *chosen],
             )
-            events = self._events(conn, list({c[3] for c in chosen}))
+            events = self._event_rows(conn, list({t[4] for t in taken}))
+        decoded = {event_id: self._event(row) for event_id, row in events.items()}
         return [
-            Claimed(Lease(d, token), f, n, now, events[e], replayed[d])
-            for d, f, n, e, token in chosen
+            Claimed(Lease(d, token), f, n, now, decoded[e], replayed)
+            for _, d, f, n, e, replayed in sorted(taken)
         ]
 
     @staticmethod
@@ -365,11 +371,29 @@ class SqliteStore:
             return self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ())
 
     def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
-        done = set()
+        by_token: dict[str, list[int]] = {}
+        for lease, _ in items:
+            by_token.setdefault(lease.token, []).append(lease.delivery_id)
+        done: set[int] = set()
         with self._tx() as conn:
-            for lease, result in items:
-                if self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ()):
-                    done.add(lease.delivery_id)
+            # A claim's deliveries share its token: one statement a claim, not one a delivery.
+            for token, ids in by_token.items():
+                rows = conn.execute(
+                    "UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL,"
+                    " lease_token = NULL, lease_until = NULL WHERE lease_token = ?"
+                    f" AND state = 'running' AND id IN ({marks(ids)}) RETURNING id",
+                    [token, *ids],
+                ).fetchall()
+                done.update(r[0] for r in rows)
+            conn.executemany(
+                "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = NULL,"
+                " started_at = COALESCE(?, started_at) WHERE delivery_id = ? AND outcome IS NULL",
+                [
+                    (result.finished_at, result.outcome, result.started_at, lease.delivery_id)
+                    for lease, result in items
+                    if lease.delivery_id in done
+                ],
+            )
         return done
 
     def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
@@ -457,9 +481,15 @@ class SqliteStore:
                 f" AND d.lease_until <= ? AND d.function IN ({marks(functions)}) LIMIT ?",
                 [now, *functions, limit],
             ).fetchall()
-            events = self._events(conn, list({r[4] for r in rows})) if rows else {}
+            events = self._event_rows(conn, list({r[4] for r in rows})) if rows else {}
         return [
-            Claimed(Lease(r[0], r[1]), r[2], r[3], r[5] if r[5] is not None else now, events[r[4]])
+            Claimed(
+                Lease(r[0], r[1]),
+                r[2],
+                r[3],
+                r[5] if r[5] is not None else now,
+                self._event(events[r[4]]),
+            )
             for r in rows
         ]
 
