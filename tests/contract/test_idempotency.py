@@ -57,8 +57,7 @@ def order_event(order_id: str = "o1", amount: int = 500, **fields: Any) -> Any:
 
 def record_of(app: App, key: str, function: str = "charge") -> IdempotencyRecord | None:
     """The stored @idempotent record of a function's key."""
-    with app.store.transaction() as tx:
-        return tx.get_idempotency(f"{function}/{key}")
+    return app.store.idempotency_record(f"{function}/{key}")
 
 
 def counter(app: App, path: str = "stats/orders") -> Any:
