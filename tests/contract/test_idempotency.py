@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sqlite3
 import tempfile
 import threading
 from collections import Counter
@@ -701,6 +702,24 @@ def test_store_complete_and_release_change_only_the_record_their_token_holds(app
     assert store.idempotency_record("charge/k") == IdempotencyRecord(
         "charge/k", "charge", "completed", "t2", "h1", T0 + 1, T0 + 50, None
     )
+
+
+def test_sqlite_single_statement_writes_wait_for_a_busy_writer(sqlite_url: str) -> None:
+    app = App(sqlite_url, clock=TestClock())
+    other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), check_same_thread=False)
+    other.isolation_level = None
+    app.store.idempotency_record("charge/k")  # this thread's connection is open
+    other.execute("BEGIN IMMEDIATE")
+    # Held well past SQLite's own busy wait (20 ms) on the store's connections.
+    commit = threading.Timer(0.2, other.execute, ("COMMIT",))
+    commit.start()
+    try:
+        assert app.store.claim_idempotency(in_progress("t1"), T0)
+        assert app.store.idempotency_record("charge/k") == in_progress("t1")
+    finally:
+        commit.join()
+        app.close()
+        other.close()
 
 
 @contextmanager

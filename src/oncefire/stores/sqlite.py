@@ -655,17 +655,18 @@ class SqliteStore:
     # -- @idempotent records: one statement each, committed on its own -----------------
 
     def _write_one(self, sql: str, args: Sequence[Any]) -> int:
-        """Run one write statement in a transaction of its own (or the thread's batch); the
-        rows it changed. One that meets a busy writer waits for the lock as BEGIN does."""
+        """Run one write statement, committed on its own (or in the thread's batch); the rows
+        it changed. A statement that meets a busy writer waits busy_timeout inside SQLite,
+        fails changing nothing, and is run again until the store's lock timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
         with self._conn() as conn:
-            try:
-                return conn.execute(sql, args).rowcount
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                # A busy statement changed nothing (it never had the write lock).
-        with self._tx() as conn:
-            return conn.execute(sql, args).rowcount
+            while True:
+                try:
+                    return conn.execute(sql, args).rowcount
+                except sqlite3.OperationalError as exc:
+                    is_busy = "locked" in str(exc) or "busy" in str(exc)
+                    if not is_busy or time.monotonic() >= deadline:
+                        raise
 
     def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
         return (
