@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 
 from oncefire.errors import MissingDependencyError, SchemaVersionError
@@ -21,6 +22,7 @@ from oncefire.stores.base import (
     DeadLetterRow,
     FunctionCounts,
     FunctionRecord,
+    IdempotencyRecord,
     Lease,
 )
 
@@ -546,6 +548,61 @@ class PostgresStore:
             {"now": now, "limit": limit},
         )
         return int(rows[0][0])
+
+    # -- @idempotent records: one statement each, committed on its own -----------------
+    # No lock is taken first: a second INSERT of a key waits on the first one's index entry,
+    # and a guarded UPDATE or DELETE meeting a concurrent change re-checks its WHERE on the
+    # row as that change left it, so each operation is atomic in READ COMMITTED.
+
+    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+        rows = self._db.run(
+            "INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash,"
+            " lease_until, expires_at, result) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET function = excluded.function,"
+            " status = excluded.status, token = excluded.token,"
+            " payload_hash = excluded.payload_hash, lease_until = excluded.lease_until,"
+            " expires_at = excluded.expires_at, result = excluded.result"
+            " WHERE oncefire_idempotency.expires_at <= %s",
+            (*astuple(record), now),
+        )
+        return int(rows[0]) == 1
+
+    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
+        rows = self._db.run(
+            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
+            " FROM oncefire_idempotency WHERE key = %s",
+            (key,),
+        )
+        return IdempotencyRecord(*rows[0]) if rows else None
+
+    def take_over_idempotency(
+        self, record: IdempotencyRecord, stale_token: str, now: float
+    ) -> bool:
+        rows = self._db.run(
+            "UPDATE oncefire_idempotency SET function = %s, status = %s, token = %s,"
+            " payload_hash = %s, lease_until = %s, expires_at = %s, result = %s"
+            " WHERE key = %s AND token = %s AND status = 'in_progress' AND lease_until <= %s",
+            (*astuple(record)[1:], record.key, stale_token, now),
+        )
+        return int(rows[0]) == 1
+
+    def complete_idempotency(
+        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
+    ) -> bool:
+        rows = self._db.run(
+            "UPDATE oncefire_idempotency SET status = 'completed', lease_until = %s,"
+            " expires_at = %s, result = %s WHERE key = %s AND token = %s",
+            (now, expires_at, result_json, key, token),
+        )
+        return int(rows[0]) == 1
+
+    def release_idempotency(self, key: str, token: str) -> bool:
+        rows = self._db.run(
+            "DELETE FROM oncefire_idempotency WHERE key = %s AND token = %s"
+            " AND status = 'in_progress'",
+            (key, token),
+        )
+        return int(rows[0]) == 1
 
 
 def _claim_sql(has_ids: bool, *, has_caps: bool) -> str:

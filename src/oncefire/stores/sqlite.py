@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 
 from oncefire import codec
@@ -21,6 +22,7 @@ from oncefire.stores.base import (
     DeadLetterRow,
     FunctionCounts,
     FunctionRecord,
+    IdempotencyRecord,
     Lease,
 )
 from oncefire.stores.filewatch import FileWatch
@@ -679,3 +681,78 @@ class SqliteStore:
                 (now, now, limit),
             ).rowcount
         return n
+
+    # -- @idempotent records: one statement each, committed on its own -----------------
+
+    def _write_one(self, sql: str, args: Sequence[Any]) -> int:
+        """Run one write statement, committed on its own (or in the thread's batch); the rows
+        it changed. A statement that meets a busy writer waits busy_timeout inside SQLite,
+        fails changing nothing, and is run again until the store's lock timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        with self._conn() as conn:
+            while True:
+                try:
+                    return conn.execute(sql, args).rowcount
+                except sqlite3.OperationalError as exc:
+                    is_busy = "locked" in str(exc) or "busy" in str(exc)
+                    if not is_busy or time.monotonic() >= deadline:
+                        raise
+
+    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+        return (
+            self._write_one(
+                "INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash,"
+                " lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET function = excluded.function,"
+                " status = excluded.status, token = excluded.token,"
+                " payload_hash = excluded.payload_hash, lease_until = excluded.lease_until,"
+                " expires_at = excluded.expires_at, result = excluded.result"
+                " WHERE oncefire_idempotency.expires_at <= ?",
+                (*astuple(record), now),
+            )
+            == 1
+        )
+
+    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT key, function, status, token, payload_hash, lease_until, expires_at,"
+                " result FROM oncefire_idempotency WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return None if row is None else IdempotencyRecord(*row)
+
+    def take_over_idempotency(
+        self, record: IdempotencyRecord, stale_token: str, now: float
+    ) -> bool:
+        return (
+            self._write_one(
+                "UPDATE oncefire_idempotency SET function = ?, status = ?, token = ?,"
+                " payload_hash = ?, lease_until = ?, expires_at = ?, result = ?"
+                " WHERE key = ? AND token = ? AND status = 'in_progress' AND lease_until <= ?",
+                (*astuple(record)[1:], record.key, stale_token, now),
+            )
+            == 1
+        )
+
+    def complete_idempotency(
+        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
+    ) -> bool:
+        return (
+            self._write_one(
+                "UPDATE oncefire_idempotency SET status = 'completed', lease_until = ?,"
+                " expires_at = ?, result = ? WHERE key = ? AND token = ?",
+                (now, expires_at, result_json, key, token),
+            )
+            == 1
+        )
+
+    def release_idempotency(self, key: str, token: str) -> bool:
+        return (
+            self._write_one(
+                "DELETE FROM oncefire_idempotency WHERE key = ? AND token = ?"
+                " AND status = 'in_progress'",
+                (key, token),
+            )
+            == 1
+        )
