@@ -29,6 +29,8 @@ from oncefire.stores.filewatch import FileWatch
 from oncefire.stores.sqlite_tx import SqliteTx, marks
 
 BUSY_TIMEOUT_MS = 30_000
+# What a delivery whose attempt just ended tells of it, for that attempt's row.
+_ENDED = "id, event_id, function, attempt, worker, claimed_at"
 _DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
     COALESCE(d.dead_payload, e.data), d.truncated"""
 
@@ -309,17 +311,11 @@ class SqliteStore:
                 return []
             taken = conn.execute(
                 "UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,"
-                " lease_token = ?, lease_until = ?, worker = ?"
+                " lease_token = ?, lease_until = ?, worker = ?, claimed_at = ?"
                 f" WHERE id IN ({marks(chosen)}) AND state = 'pending'"
                 " RETURNING run_at, id, function, attempt, event_id, replayed_at",
-                [token, lease_until, worker, *chosen],
+                [token, lease_until, worker, now, *chosen],
             ).fetchall()
-            conn.execute(
-                "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
-                " started_at) SELECT id, event_id, function, attempt, worker, ?"
-                f" FROM oncefire_deliveries WHERE id IN ({marks(chosen)})",
-                [now, *chosen],
-            )
             events = self._event_rows(conn, list({t[4] for t in taken}))
         decoded = {event_id: self._event(row) for event_id, row in events.items()}
         return [
@@ -348,25 +344,35 @@ class SqliteStore:
         set_sql: str,
         args: Sequence[Any],
     ) -> bool:
-        cursor = conn.execute(
+        ended = conn.execute(
             f"UPDATE oncefire_deliveries SET {set_sql}, lease_token = NULL, lease_until = NULL"
-            " WHERE id = ? AND state = 'running' AND lease_token = ?",
+            f" WHERE id = ? AND state = 'running' AND lease_token = ? RETURNING {_ENDED}",
             (*args, lease.delivery_id, lease.token),
+        ).fetchall()
+        self._write_attempts(conn, ended, {lease.delivery_id: result})
+        return bool(ended)
+
+    @staticmethod
+    def _write_attempts(
+        conn: sqlite3.Connection,
+        ended: Sequence[Sequence[Any]],
+        results: dict[int, AttemptResult],
+    ) -> None:
+        """The attempt rows of deliveries that just ended (rows of RETURNING _ENDED): an
+        attempt is written once, when it ends; until then its delivery tells of it."""
+        rows = []
+        for delivery_id, event_id, function, number, worker, claimed_at in ended:
+            result = results[delivery_id]
+            started = next(
+                t for t in (result.started_at, claimed_at, result.finished_at) if t is not None
+            )
+            row = (delivery_id, event_id, function, number, worker, started)
+            rows.append((*row, result.finished_at, result.outcome, result.error))
+        conn.executemany(
+            "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
+            " started_at, finished_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
-        if cursor.rowcount != 1:
-            return False
-        conn.execute(
-            "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = ?,"
-            " started_at = COALESCE(?, started_at) WHERE delivery_id = ? AND outcome IS NULL",
-            (
-                result.finished_at,
-                result.outcome,
-                result.error,
-                result.started_at,
-                lease.delivery_id,
-            ),
-        )
-        return True
 
     def complete(self, lease: Lease, result: AttemptResult) -> bool:
         with self._tx() as conn:
@@ -376,27 +382,19 @@ class SqliteStore:
         by_token: dict[str, list[int]] = {}
         for lease, _ in items:
             by_token.setdefault(lease.token, []).append(lease.delivery_id)
-        done: set[int] = set()
+        results = {lease.delivery_id: result for lease, result in items}
+        ended: list[Any] = []
         with self._tx() as conn:
             # A claim's deliveries share its token: one statement a claim, not one a delivery.
             for token, ids in by_token.items():
-                rows = conn.execute(
+                ended += conn.execute(
                     "UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL,"
                     " lease_token = NULL, lease_until = NULL WHERE lease_token = ?"
-                    f" AND state = 'running' AND id IN ({marks(ids)}) RETURNING id",
+                    f" AND state = 'running' AND id IN ({marks(ids)}) RETURNING {_ENDED}",
                     [token, *ids],
                 ).fetchall()
-                done.update(r[0] for r in rows)
-            conn.executemany(
-                "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = NULL,"
-                " started_at = COALESCE(?, started_at) WHERE delivery_id = ? AND outcome IS NULL",
-                [
-                    (result.finished_at, result.outcome, result.started_at, lease.delivery_id)
-                    for lease, result in items
-                    if lease.delivery_id in done
-                ],
-            )
-        return done
+            self._write_attempts(conn, ended, results)
+        return {row[0] for row in ended}
 
     def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
         with self._tx() as conn:
@@ -451,12 +449,7 @@ class SqliteStore:
                     " WHERE id = ? AND state = 'running' AND lease_token = ?",
                     (lease.delivery_id, lease.token),
                 )
-                if cursor.rowcount == 1:
-                    released += 1
-                    conn.execute(
-                        "DELETE FROM oncefire_attempts WHERE delivery_id = ? AND outcome IS NULL",
-                        (lease.delivery_id,),
-                    )
+                released += cursor.rowcount
         return released
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
@@ -477,9 +470,8 @@ class SqliteStore:
             return []
         with self._tx("DEFERRED") as conn:
             rows = conn.execute(
-                "SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id,"
-                " (SELECT started_at FROM oncefire_attempts a WHERE a.delivery_id = d.id"
-                " AND a.outcome IS NULL) FROM oncefire_deliveries d WHERE d.state = 'running'"
+                "SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id, d.claimed_at"
+                " FROM oncefire_deliveries d WHERE d.state = 'running'"
                 f" AND d.lease_until <= ? AND d.function IN ({marks(functions)}) LIMIT ?",
                 [now, *functions, limit],
             ).fetchall()
@@ -656,10 +648,15 @@ class SqliteStore:
 
     def attempts(self, event_id: str) -> list[dict[str, Any]]:
         with self._conn() as conn:
+            # Each delivery's attempts in order (one runs at a time): those that ended, then
+            # the one running now (its row is written when it ends).
             cursor = conn.execute(
                 "SELECT delivery_id, function, number, worker, started_at, finished_at, outcome,"
-                " error FROM oncefire_attempts WHERE event_id = ? ORDER BY id",
-                (event_id,),
+                " error FROM (SELECT 0 AS running, * FROM oncefire_attempts WHERE event_id = ?"
+                " UNION ALL SELECT 1, NULL, id, event_id, function, attempt, worker, claimed_at,"
+                " NULL, NULL, NULL FROM oncefire_deliveries WHERE event_id = ?"
+                " AND state = 'running') ORDER BY delivery_id, running, id",
+                (event_id, event_id),
             )
             names = [c[0] for c in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
