@@ -376,3 +376,26 @@ def test_a_claim_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
     monkeypatch.undo()
     # The failed transaction was rolled back: the connection claims the rest as before.
     assert len(claim(store, "w2", 5, {})) == 2
+
+
+@pytest.mark.postgres
+def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Statistics taken while nothing ran say the running index is empty: a plan that scans it
+    # would walk every running and dead entry of it for each batch, until a vacuum.
+    store = open_store()
+    add_pending(store, 300)
+    admin.execute("ANALYZE")
+    claimed = store.claim(
+        worker="w", now=NOW, lease_until=NOW + LEASE, limit=300, functions=["f"], caps={}
+    )
+    sent: list[tuple[str, object]] = []
+    monkeypatch.setattr(store._db, "run", lambda query, args=(): sent.append((query, args)) or [])
+    store.complete_many([(c.lease, AttemptResult("succeeded", NOW + 1)) for c in claimed])
+    monkeypatch.undo()
+    [(query, args)] = sent
+    plan = "\n".join(str(r[0]) for r in admin.execute(f"EXPLAIN {query}", args))  # type: ignore[call-overload]
+    assert "oncefire_deliveries_running" not in plan
