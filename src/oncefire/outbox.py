@@ -44,4 +44,4 @@ def emit(
     size = len(codec.dumps(data).encode())
     event = StoredEvent(event_id or codec.new_id(now), event_type, source, now, data, size)
     names = subscribers(tx.functions(), event_type, source)
-    return event if tx.append(event, names, now) else None
+    return event if tx.append(event, names, now, is_new=event_id is None) else None

@@ -23,6 +23,7 @@ from oncefire.stores.base import (
     FunctionRecord,
     Lease,
 )
+from oncefire.stores.catalog import BUMP_SQL, CatalogCache
 
 try:
     import psycopg  # noqa: F401 - imported first, so that its absence says what to install
@@ -50,6 +51,7 @@ class PostgresStore:
         self.url = url
         self._db = Pool(url, min_size=pool_min, max_size=pool_max)
         self._listener = Listener(url)
+        self._catalogs = CatalogCache()  # functions and index fields, between transactions
         try:
             self.migrate()
         except BaseException:
@@ -63,13 +65,13 @@ class PostgresStore:
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresTx]:
-        with self._db.transaction() as conn:
-            yield PostgresTx(conn, is_write=True)
+        with self._db.transaction(is_pipelined=True) as conn:
+            yield PostgresTx(conn, is_write=True, catalogs=self._catalogs)
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:
         with self._db.snapshot() as conn:
-            yield PostgresTx(conn, is_write=False)
+            yield PostgresTx(conn, is_write=False, catalogs=self._catalogs)
 
     def close(self) -> None:
         self._listener.close()
@@ -111,6 +113,7 @@ class PostgresStore:
                     for r in records
                 ],
             )
+            conn.execute(BUMP_SQL)  # every store's next transaction reads the catalogue again
 
     def declare_index(
         self,
@@ -119,15 +122,17 @@ class PostgresStore:
         entries_of: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
     ) -> None:
         with self._db.transaction() as conn:
-            # SHARE mode waits for document writes in flight and holds off new ones until the
-            # index is complete, so no write slips between the read and the declaration.
-            conn.execute("LOCK TABLE oncefire_documents IN SHARE MODE")
+            # EXCLUSIVE mode waits for document writes in flight (from their first row lock:
+            # that is when they check the catalogue) and holds off new ones until the index
+            # is complete, so no write slips between the read and the declaration.
+            conn.execute("LOCK TABLE oncefire_documents IN EXCLUSIVE MODE")
             entries = entries_of(PostgresTx(conn, is_write=True).list_documents(collection))
             conn.execute(
                 "INSERT INTO oncefire_index_fields (collection, field) VALUES (%s, %s)"
                 " ON CONFLICT DO NOTHING",
                 (collection, field),
             )
+            conn.execute(BUMP_SQL)
             conn.execute(
                 "DELETE FROM oncefire_index_entries WHERE collection = %s AND field = %s",
                 (collection, field),

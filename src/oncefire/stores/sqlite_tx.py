@@ -9,6 +9,13 @@ from typing import Any
 from oncefire import codec
 from oncefire.events import StoredEvent
 from oncefire.stores.base import FunctionRecord, IdempotencyRecord
+from oncefire.stores.catalog import (
+    VERSION_SQL,
+    Catalog,
+    CatalogCache,
+    fields_by_collection,
+    function_record,
+)
 
 
 def marks(values: Sequence[Any]) -> str:
@@ -19,16 +26,46 @@ def marks(values: Sequence[Any]) -> str:
 class SqliteTx:
     """Document and outbox operations inside one SQLite transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, catalogs: CatalogCache | None = None) -> None:
         self.conn = conn
+        self._catalogs = catalogs or CatalogCache()
+        # Checked once a transaction: a transaction sees one snapshot of the catalogue.
+        self._catalog: Catalog | None = None
 
     def get_document(self, path: str) -> dict[str, Any] | None:
-        row = self.conn.execute(
-            "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = ?", (path,)
-        ).fetchone()
-        if row is None:
+        if self._catalog is None:
+            # The catalogue version rides along with the first read: no statement of its own.
+            row = self.conn.execute(
+                "SELECT d.data, d.create_time, d.update_time, c.version FROM oncefire_catalog c"
+                " LEFT JOIN oncefire_documents d ON d.path = ?",
+                (path,),
+            ).fetchone()
+            self._catalog = self._catalogs.at(row[3], self._load_catalog)
+        else:
+            row = self.conn.execute(
+                "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = ?",
+                (path,),
+            ).fetchone()
+        if row is None or row[0] is None:
             return None
         return {"data": codec.loads(row[0]), "create_time": row[1], "update_time": row[2]}
+
+    def _catalog_now(self) -> Catalog:
+        if self._catalog is None:
+            (version,) = self.conn.execute(VERSION_SQL).fetchone()
+            self._catalog = self._catalogs.at(version, self._load_catalog)
+        return self._catalog
+
+    def _load_catalog(self, version: int) -> Catalog:
+        # Read in the caller's transaction, one snapshot with the version it was given.
+        functions = self.conn.execute(
+            "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
+            " ORDER BY rowid"
+        )
+        fields = list(self.conn.execute("SELECT collection, field FROM oncefire_index_fields"))
+        return Catalog(
+            version, tuple(function_record(r) for r in functions), fields_by_collection(fields)
+        )
 
     def put_document(
         self, path: str, collection: str, data_json: str, create_time: float, update_time: float
@@ -64,10 +101,7 @@ class SqliteTx:
             yield path, {"data": codec.loads(data), "create_time": created, "update_time": updated}
 
     def index_fields(self, collection: str) -> list[str]:
-        rows = self.conn.execute(
-            "SELECT field FROM oncefire_index_fields WHERE collection = ?", (collection,)
-        )
-        return [r[0] for r in rows]
+        return self._catalog_now().fields_of(collection)
 
     def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
         self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
@@ -78,12 +112,11 @@ class SqliteTx:
         )
 
     def functions(self) -> list[FunctionRecord]:
-        rows = self.conn.execute(
-            "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
-        )
-        return [FunctionRecord(r[0], r[1], r[2], tuple(r[3].split(",")), r[4]) for r in rows]
+        return list(self._catalog_now().functions)
 
-    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
+    def append(
+        self, event: StoredEvent, functions: Sequence[str], run_at: float, *, is_new: bool = False
+    ) -> bool:
         cursor = self.conn.execute(
             "INSERT INTO oncefire_events (id, type, source, time, data, size)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
