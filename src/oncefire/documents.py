@@ -13,11 +13,13 @@ from oncefire import codec, paths
 from oncefire.clock import Clock, to_datetime
 from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, TransactionError
 from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.outbox import emit
+from oncefire.outbox import emit, subscribers
 from oncefire.query import Query, index_key
+from oncefire.stores.catalog import Fanout
 
 if TYPE_CHECKING:
     from oncefire.stores.base import DocumentTx, Store
+    from oncefire.stores.catalog import Catalog
 
 
 class _Sentinel:
@@ -114,10 +116,7 @@ class Transaction:
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
-        if not isinstance(data, dict):
-            raise InvalidDocumentError(
-                f"Document data must be a dict of fields; got {type(data).__name__}."
-            )
+        _check_fields(data)
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
         if merge and current is not None:
@@ -188,7 +187,8 @@ class Transaction:
         fields = tx.index_fields(collection)
         if fields:
             tx.set_index_entries(path, collection, _index_entries(new, fields))
-        after = {"data": codec.loads(data_json), "create_time": created, "update_time": now}
+        # `new` is what data_json encodes, and the event is encoded at once: no copy needed.
+        after = {"data": new, "create_time": created, "update_time": now}
         kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
         self._emit(tx, kind, path, current, after)
 
@@ -206,6 +206,13 @@ class Transaction:
             source=path,
             data={"before": before, "after": after},
             now=self._db.clock.now(),
+        )
+
+
+def _check_fields(data: Any) -> None:
+    if not isinstance(data, dict):
+        raise InvalidDocumentError(
+            f"Document data must be a dict of fields; got {type(data).__name__}."
         )
 
 
@@ -249,6 +256,8 @@ class DocumentReference:
 
     def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace the document, with its events, in one transaction."""
+        if not merge and self._db._set_at_once(self.path, data):
+            return
         with self._db.transaction() as tx:
             tx.set(self, data, merge=merge)
 
@@ -356,6 +365,33 @@ class Database:
             return
         with self.store.read() as raw:
             yield raw
+
+    def _set_at_once(self, path: str, data: dict[str, Any]) -> bool:
+        """Replace a whole document, outside any transaction, in one statement if the store
+        can (PostgreSQL: one round trip instead of two); False if it must be a transaction.
+
+        The store decides created/updated/no-op under the same locks a transaction takes;
+        the catalogue it was given (functions, index fields) is checked there, in the same
+        statement.
+        """
+        set_document = getattr(self.store, "set_document", None)
+        if set_document is None or getattr(self._local, "tx", None) is not None:
+            return False
+        _check_fields(data)
+        now = self.clock.now()
+        new = _resolve(data, now)
+        data_json = codec.encode_document(new)
+        collection = paths.parent_of(path)
+
+        def fanout_of(catalog: Catalog) -> Fanout:
+            fields = catalog.fields_of(collection)
+            return Fanout(
+                subscribers(catalog.functions, EventType.DOCUMENT_CREATED, path),
+                subscribers(catalog.functions, EventType.DOCUMENT_UPDATED, path),
+                _index_entries(new, fields) if fields else None,
+            )
+
+        return bool(set_document(path, data_json, now, codec.new_id(now), fanout_of))
 
     def run_transaction(self, body: Callable[[Transaction], Any]) -> Any:
         """Run body(tx) in a transaction and return what it returns."""

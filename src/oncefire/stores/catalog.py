@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from oncefire.stores.base import FunctionRecord
 
@@ -38,6 +39,15 @@ def fields_by_collection(rows: list[tuple[str, str]]) -> dict[str, tuple[str, ..
     return {c: tuple(sorted(f)) for c, f in grouped.items()}
 
 
+class Fanout(NamedTuple):
+    """What a document write makes besides the document, by the catalogue: the functions a
+    creation and an update start, and the new data's index entries (None: no declared field)."""
+
+    on_create: list[str]
+    on_update: list[str]
+    index_entries: dict[str, str] | None
+
+
 class CatalogCache:
     """The last catalogue a store read, reused while the version in the store is the same.
 
@@ -50,6 +60,10 @@ class CatalogCache:
 
     def __init__(self) -> None:
         self._last: Catalog | None = None
+
+    def last(self) -> Catalog | None:
+        """The catalogue read last, if any (check its version before relying on it)."""
+        return self._last
 
     def at(self, version: int, load: Callable[[int], Catalog]) -> Catalog:
         """The catalogue at `version`: the kept one, or load(version) read in the caller's

@@ -13,6 +13,7 @@ from typing import Any
 
 from oncefire.errors import MissingDependencyError, SchemaVersionError
 from oncefire.events import StoredEvent
+from oncefire.paths import parent_of
 from oncefire.stores import migrations
 from oncefire.stores.base import (
     AttemptResult,
@@ -23,7 +24,7 @@ from oncefire.stores.base import (
     FunctionRecord,
     Lease,
 )
-from oncefire.stores.catalog import BUMP_SQL, CatalogCache
+from oncefire.stores.catalog import BUMP_SQL, Catalog, CatalogCache, Fanout
 
 try:
     import psycopg  # noqa: F401 - imported first, so that its absence says what to install
@@ -35,7 +36,15 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from oncefire.stores.postgres_listener import Listener
 from oncefire.stores.postgres_pool import POOL_MAX, POOL_MIN, Pool
-from oncefire.stores.postgres_tx import CHANNEL, Connection, PostgresTx, lock_key, notifying
+from oncefire.stores.postgres_tx import (
+    CHANNEL,
+    SET_DOCUMENT_SQL,
+    Connection,
+    PostgresTx,
+    lock_key,
+    notifying,
+    set_document_args,
+)
 
 _DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
     COALESCE(d.dead_payload, e.data), d.truncated"""
@@ -72,6 +81,31 @@ class PostgresStore:
     def read(self) -> Iterator[PostgresTx]:
         with self._db.snapshot() as conn:
             yield PostgresTx(conn, is_write=False, catalogs=self._catalogs)
+
+    def set_document(
+        self,
+        path: str,
+        data_json: str,
+        now: float,
+        event_id: str,
+        fanout_of: Callable[[Catalog], Fanout],
+    ) -> bool:
+        """Write a whole document and its event in one statement (one round trip); False,
+        having written nothing, when the catalogue changed or the row is from before schema
+        5: the caller then writes through a transaction."""
+        catalog = self._catalogs.last()
+        if catalog is None:
+            return False
+        args = set_document_args(
+            catalog,
+            fanout_of(catalog),
+            path=path,
+            collection=parent_of(path),
+            data_json=data_json,
+            now=now,
+            event_id=event_id,
+        )
+        return bool(self._db.run(SET_DOCUMENT_SQL, args)[0][0] != "stale")
 
     def close(self) -> None:
         self._listener.close()

@@ -18,12 +18,13 @@ from typing import Any
 import psycopg
 
 from oncefire import codec
-from oncefire.events import StoredEvent
+from oncefire.events import EventType, StoredEvent
 from oncefire.stores.base import FunctionRecord, IdempotencyRecord
 from oncefire.stores.catalog import (
     VERSION_SQL,
     Catalog,
     CatalogCache,
+    Fanout,
     fields_by_collection,
     function_record,
 )
@@ -120,10 +121,11 @@ class PostgresTx:
         self, path: str, collection: str, data_json: str, create_time: float, update_time: float
     ) -> None:
         self.conn.execute(
-            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
-            " VALUES (%s, %s, %s::jsonb, %s, %s) ON CONFLICT (path) DO UPDATE"
-            " SET data = excluded.data, update_time = excluded.update_time",
-            (path, collection, data_json, create_time, update_time),
+            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time,"
+            " data_size) VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (path) DO UPDATE"
+            " SET data = excluded.data, update_time = excluded.update_time,"
+            " data_size = excluded.data_size",
+            (path, collection, data_json, create_time, update_time, len(data_json.encode())),
         )
 
     def delete_document(self, path: str) -> None:
@@ -166,7 +168,13 @@ class PostgresTx:
         return list(self._catalog_now().functions)
 
     def append(
-        self, event: StoredEvent, functions: Sequence[str], run_at: float, *, is_new: bool = False
+        self,
+        event: StoredEvent,
+        functions: Sequence[str],
+        run_at: float,
+        *,
+        is_new: bool = False,
+        data_json: str | None = None,
     ) -> bool:
         # The event and its deliveries in one statement; an id known to be new needs no
         # answer, so the statement waits in the pipeline for the COMMIT.
@@ -184,7 +192,7 @@ class PostgresTx:
                 "type": event.type,
                 "source": event.source,
                 "time": event.time,
-                "data": codec.dumps(event.data),
+                "data": codec.dumps(event.data) if data_json is None else data_json,
                 "size": event.size,
                 "run_at": run_at,
                 "names": list(functions),
@@ -268,3 +276,42 @@ class PostgresTx:
 
     def delete_idempotency(self, key: str) -> None:
         self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = %s", (key,))
+
+
+SET_DOCUMENT_SQL = (
+    "SELECT oncefire_set_document(%(lock)s, %(path)s, %(collection)s, %(data)s, %(now)s,"
+    " %(catalog)s, %(event_id)s, %(created_type)s, %(updated_type)s, %(on_create)s,"
+    " %(on_update)s, %(fields)s, %(values)s, %(channel)s, %(notify_most)s)"
+)
+
+
+def set_document_args(
+    catalog: Catalog,
+    fanout: Fanout,
+    *,
+    path: str,
+    collection: str,
+    data_json: str,
+    now: float,
+    event_id: str,
+) -> dict[str, Any]:
+    """The arguments of SET_DOCUMENT_SQL: a whole-document write and its event, in one
+    statement (see migration 005)."""
+    entries = fanout.index_entries
+    return {
+        "lock": lock_key("document", path),
+        "path": path,
+        "collection": collection,
+        "data": data_json,
+        "now": now,
+        "catalog": catalog.version,
+        "event_id": event_id,
+        "created_type": EventType.DOCUMENT_CREATED.value,
+        "updated_type": EventType.DOCUMENT_UPDATED.value,
+        "on_create": fanout.on_create,
+        "on_update": fanout.on_update,
+        "fields": None if entries is None else list(entries),
+        "values": None if entries is None else list(entries.values()),
+        "channel": CHANNEL,
+        "notify_most": MAX_NOTIFY_IDS,
+    }

@@ -8,6 +8,7 @@ from typing import Any
 
 from oncefire import codec
 from oncefire.events import StoredEvent
+from oncefire.paths import parent_of
 from oncefire.stores.base import FunctionRecord, IdempotencyRecord
 from oncefire.stores.catalog import (
     VERSION_SQL,
@@ -37,14 +38,15 @@ class SqliteTx:
             # The catalogue version rides along with the first read: no statement of its own.
             row = self.conn.execute(
                 "SELECT d.data, d.create_time, d.update_time, c.version FROM oncefire_catalog c"
-                " LEFT JOIN oncefire_documents d ON d.path = ?",
-                (path,),
+                " LEFT JOIN oncefire_documents d ON d.collection = ? AND d.path = ?",
+                (parent_of(path), path),
             ).fetchone()
             self._catalog = self._catalogs.at(row[3], self._load_catalog)
         else:
             row = self.conn.execute(
-                "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = ?",
-                (path,),
+                "SELECT data, create_time, update_time FROM oncefire_documents"
+                " WHERE collection = ? AND path = ?",
+                (parent_of(path), path),
             ).fetchone()
         if row is None or row[0] is None:
             return None
@@ -72,13 +74,16 @@ class SqliteTx:
     ) -> None:
         self.conn.execute(
             "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET data = excluded.data,"
-            " update_time = excluded.update_time",
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (collection, path) DO UPDATE"
+            " SET data = excluded.data, update_time = excluded.update_time",
             (path, collection, data_json, create_time, update_time),
         )
 
     def delete_document(self, path: str) -> None:
-        self.conn.execute("DELETE FROM oncefire_documents WHERE path = ?", (path,))
+        self.conn.execute(
+            "DELETE FROM oncefire_documents WHERE collection = ? AND path = ?",
+            (parent_of(path), path),
+        )
         self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = ?", (path,))
 
     def list_documents(
@@ -92,8 +97,11 @@ class SqliteTx:
             )
         else:
             cursor = self.conn.execute(
-                "SELECT d.path, d.data, d.create_time, d.update_time FROM oncefire_index_entries i"
-                " JOIN oncefire_documents d ON d.path = i.path"
+                # CROSS JOIN keeps the index entries outside: SQLite would otherwise walk
+                # the whole collection and probe the entries of each document.
+                "SELECT d.path, d.data, d.create_time, d.update_time"
+                " FROM oncefire_index_entries i CROSS JOIN oncefire_documents d"
+                " ON d.collection = i.collection AND d.path = i.path"
                 " WHERE i.collection = ? AND i.field = ? AND i.value = ? ORDER BY d.path",
                 (collection, *equals),
             )
@@ -115,12 +123,25 @@ class SqliteTx:
         return list(self._catalog_now().functions)
 
     def append(
-        self, event: StoredEvent, functions: Sequence[str], run_at: float, *, is_new: bool = False
+        self,
+        event: StoredEvent,
+        functions: Sequence[str],
+        run_at: float,
+        *,
+        is_new: bool = False,
+        data_json: str | None = None,
     ) -> bool:
         cursor = self.conn.execute(
             "INSERT INTO oncefire_events (id, type, source, time, data, size)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-            (event.id, event.type, event.source, event.time, codec.dumps(event.data), event.size),
+            (
+                event.id,
+                event.type,
+                event.source,
+                event.time,
+                codec.dumps(event.data) if data_json is None else data_json,
+                event.size,
+            ),
         )
         if cursor.rowcount == 0:
             return False
