@@ -5,8 +5,9 @@ throughput scenario): `noop` and `@idempotent noop`; a transaction writing one d
 and the same write under `if tx.claim(event.id)`. Cost per event = drain seconds / events;
 a helper's overhead is the difference to its base line. The statements per event are also
 counted in an in-process drain of 200 events (SQLite: a trace callback on every connection,
-which also counts commits; PostgreSQL: every statement psycopg sends, one round trip each),
-which is what "one extra statement round trip" is about.
+which also counts commits, a write outside BEGIN ... COMMIT being one; PostgreSQL: every
+statement psycopg sends, one round trip each), which is what "one extra statement round
+trip" is about.
 
     python bench/idempotency_overhead.py --store sqlite --n 3000 --runs 3
 """
@@ -25,6 +26,7 @@ from harness import drain_only, prefill, reset, target
 VARIANTS = ("noop", "idempotent", "write", "write_claim")
 PAIRS = {"idempotent": "noop", "write_claim": "write"}
 COUNTED_EVENTS = 200
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
 class StatementCounter:
@@ -35,11 +37,13 @@ class StatementCounter:
         self._lock = threading.Lock()
         self._connect = sqlite3.connect
 
-    def _trace(self, sql: str) -> None:
+    def _trace(self, conn: sqlite3.Connection, sql: str) -> None:
         word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
+        # A write outside BEGIN ... COMMIT commits on its own: a commit too.
+        is_autocommit_write = word in WRITES and not conn.in_transaction
         with self._lock:
             self.counts["statements"] += 1
-            if word in ("COMMIT", "END"):
+            if word in ("COMMIT", "END") or is_autocommit_write:
                 self.counts["commits"] += 1
 
     def install(self) -> None:
@@ -47,7 +51,7 @@ class StatementCounter:
 
         def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
             conn = original(*args, **kwargs)
-            conn.set_trace_callback(self._trace)
+            conn.set_trace_callback(lambda sql: self._trace(conn, sql))
             return conn
 
         sqlite3.connect = connect  # type: ignore[assignment]

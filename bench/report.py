@@ -531,7 +531,8 @@ def idempotency(page: Page) -> None:
         "is measured inside a transaction that writes one document, against the same "
         "write without the claim; `@idempotent` around a no-op against the no-op. "
         "Statements per event are counted in an in-process drain of 200 events: on SQLite "
-        "with a trace callback on every connection (commits too), on PostgreSQL as the "
+        "with a trace callback on every connection (commits too: a COMMIT, or a write outside "
+        "a transaction, which commits on its own), on PostgreSQL as the "
         "statements psycopg sends (one round trip each).",
         "",
     )

@@ -1,7 +1,8 @@
 """@idempotent: side effects outside the store happen once per key, guarded by a leased claim.
 
-The whole state machine lives here; the store only locks, reads and writes one record per
-function and key (stored as "function/key"):
+The whole state machine lives here; the store runs guarded one-statement operations on one
+record per function and key (stored as "function/key"), each committed on its own. A new
+key costs one statement to claim and one to complete; the other cases read the record too:
 
     absent / expired      -> claim (in progress, leased)        -> run
     completed, same hash  -> return the stored result            (a dedupe hit, no run)
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 IN_PROGRESS, COMPLETED = "in_progress", "completed"
+CLAIM_TRIES = 5  # a key that changes hands more often between two statements is retried later
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,40 +117,50 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
     digest = payload_hash(event, spec.owner)
     token = uuid.uuid4().hex
     now = app.clock.now()
-    with app.store.transaction() as tx:
-        record = tx.get_idempotency(key)
-        if record is not None and record.expires_at > now:
-            if record.payload_hash != digest:
-                raise PayloadMismatchError(
-                    f"Idempotency key {shown!r} was first used with a different payload, or by "
-                    "another @idempotent function: use a key that names this payload and "
-                    "function, or the event id."
-                )
-            if record.status == COMPLETED:
-                tx.record_dedupe(event.function, now)
-                result = None if record.result_json is None else codec.loads(record.result_json)
-                return _Claim(key, record.token, result, is_done=True)
-            if record.lease_until > now:
-                # Not a dedupe hit yet: the retry that finds the key completed counts as one.
-                raise ClaimHeldError(
-                    f"Idempotency key {shown!r} is held by a running attempt until its lease "
-                    f"ends in {record.lease_until - now:.0f} s; this attempt is retried later.",
-                    delay=record.lease_until - now,
-                )
-            log.warning("taking over idempotency key %r after its lease ran out", shown)
-        tx.put_idempotency(
-            IdempotencyRecord(
-                key,
-                event.function,
-                IN_PROGRESS,
-                token,
-                digest,
-                now + spec.lease,
-                now + max(spec.ttl, spec.lease),
-                None,
+    claimed = IdempotencyRecord(
+        key,
+        event.function,
+        IN_PROGRESS,
+        token,
+        digest,
+        now + spec.lease,
+        now + max(spec.ttl, spec.lease),
+        None,
+    )
+    store = app.store
+    for _ in range(CLAIM_TRIES):
+        # The common case, a new (or expired) key, is this one statement.
+        if store.claim_idempotency(claimed, now):
+            return _Claim(key, token)
+        record = store.idempotency_record(key)
+        if record is None or record.expires_at <= now:
+            continue  # released or expired since the claim was refused: claim again
+        if record.payload_hash != digest:
+            raise PayloadMismatchError(
+                f"Idempotency key {shown!r} was first used with a different payload, or by "
+                "another @idempotent function: use a key that names this payload and "
+                "function, or the event id."
             )
-        )
-    return _Claim(key, token)
+        if record.status == COMPLETED:
+            store.record_dedupe(event.function, now)
+            result = None if record.result_json is None else codec.loads(record.result_json)
+            return _Claim(key, record.token, result, is_done=True)
+        if record.lease_until > now:
+            # Not a dedupe hit yet: the retry that finds the key completed counts as one.
+            raise ClaimHeldError(
+                f"Idempotency key {shown!r} is held by a running attempt until its lease "
+                f"ends in {record.lease_until - now:.0f} s; this attempt is retried later.",
+                delay=record.lease_until - now,
+            )
+        # Guarded by the token read: of two attempts taking over one key, one wins, and a
+        # holder that completes or releases meanwhile keeps its record.
+        if store.take_over_idempotency(claimed, record.token, now):
+            log.warning("taking over idempotency key %r after its lease ran out", shown)
+            return _Claim(key, token)
+    raise ClaimHeldError(
+        f"Idempotency key {shown!r} changed hands {CLAIM_TRIES} times while this attempt "
+        "tried to claim it; this attempt is retried later."
+    )
 
 
 def _finish(app: App, spec: IdempotencySpec, claim: _Claim, result: Any) -> None:
@@ -158,30 +170,12 @@ def _finish(app: App, spec: IdempotencySpec, claim: _Claim, result: Any) -> None
         log.warning("the result of idempotency key %r is not JSON; null is stored", claim.key)
         result_json = None
     now = app.clock.now()
-    with app.store.transaction() as tx:
-        record = tx.get_idempotency(claim.key)
-        if record is None or record.token != claim.token:
-            log.warning("idempotency key %r was taken over; this result is discarded", claim.key)
-            return
-        tx.put_idempotency(
-            IdempotencyRecord(
-                claim.key,
-                record.function,
-                COMPLETED,
-                claim.token,
-                record.payload_hash,
-                now,
-                now + spec.ttl,
-                result_json,
-            )
-        )
+    if not app.store.complete_idempotency(claim.key, claim.token, now, now + spec.ttl, result_json):
+        log.warning("idempotency key %r was taken over; this result is discarded", claim.key)
 
 
 def _release(app: App, claim: _Claim) -> None:
-    with app.store.transaction() as tx:
-        record = tx.get_idempotency(claim.key)
-        if record is not None and record.token == claim.token and record.status == IN_PROGRESS:
-            tx.delete_idempotency(claim.key)
+    app.store.release_idempotency(claim.key, claim.token)
 
 
 def idempotent(

@@ -9,6 +9,7 @@ from typing import Any
 from oncefire.errors import ConfigError
 
 DEFAULT_STORE = "sqlite:///oncefire.db"
+MAX_BATCH_SIZE = 10_000  # a claim's ids go into one statement; SQLite takes 32,766 parameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +32,8 @@ class Settings:
     """How long SIGTERM waits for in-flight attempts before handing them back."""
     concurrency: int = 8
     """Attempts one worker process runs at once."""
-    batch_size: int = 32
-    """Most deliveries a worker claims in one statement."""
+    batch_size: int = 512
+    """Most deliveries a worker claims at once (it claims about 50 ms of work at a time)."""
     max_payload_bytes: int = 512 * 1024
     """Events larger than this get one attempt; a failure parks them with a truncated payload."""
     sqlite_synchronous: str = "FULL"
@@ -46,6 +47,8 @@ class Settings:
             raise ConfigError("Setting renew_every must be shorter than lease.")
         if self.concurrency < 1 or self.batch_size < 1:
             raise ConfigError("Settings concurrency and batch_size must be at least 1.")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise ConfigError(f"Setting batch_size must be at most {MAX_BATCH_SIZE}.")
         if self.sqlite_synchronous.upper() not in ("FULL", "NORMAL"):
             raise ConfigError("Setting sqlite_synchronous must be FULL or NORMAL.")
 

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 TIMEOUT_GRACE = 0.5
 # How long the loop pauses after the store failed (a database restart) before trying again.
 STORE_BACKOFF = 1.0
+# A claim takes about this many seconds of work beyond the free slots, at the attempts' mean
+# duration: enough that a commit serves many events, little enough to share a backlog.
+PREFETCH = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class _InFlight:
     claimed: Claimed
     trigger: Trigger
     deadline: float
+    started: float  # time.monotonic() at its start
     is_settled: bool = False  # its result no longer counts: timed out, or its lease was lost
     is_overdue: bool = False  # still running past its deadline
 
@@ -89,7 +93,8 @@ class Worker:
         self.outcomes: Counter[str] = Counter()
         self._queue: deque[Claimed] = deque()  # claimed (leased), not started yet
         self._inflight: dict[Future[Ending], _InFlight] = {}
-        self._done: queue.SimpleQueue[Future[Ending]] = queue.SimpleQueue()  # ended futures
+        # Ended futures, with when they ended.
+        self._done: queue.SimpleQueue[tuple[Future[Ending], float]] = queue.SimpleQueue()
         self._ended: list[tuple[_InFlight, Ending]] = []  # ended, not recorded yet
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="oncefire-attempt")
         self._loop: EventLoopThread | None = None  # started with the first async attempt
@@ -100,6 +105,7 @@ class Worker:
         }
         self._last_renew = self._last_sweep = time.monotonic()
         self.has_stuck_attempt = False
+        self._mean_duration: float | None = None  # of recent attempts, in seconds
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -109,47 +115,71 @@ class Worker:
         return bool(self._queue or self._inflight or self._ended)
 
     def claim_and_start(self, delivery_ids: Sequence[int] | None = None) -> int:
-        """Claim a batch when the local queue is empty, then start what the free slots allow."""
-        claimed = 0
-        free = self.concurrency - len(self._inflight)
-        if (
+        """Record the attempts that ended and claim more once the local queue is empty, in
+        one store transaction, then start what the free slots allow; how many were claimed."""
+        can_claim = (
             not self._queue
-            and free > 0
+            and len(self._inflight) < self.concurrency
             and not self.stop_requested.is_set()
             and not self.has_stuck_attempt
-        ):
-            now = self.app.clock.now()
-            batch = self.app.store.claim(
-                worker=self.name,
-                now=now,
-                lease_until=now + self.app.settings.lease,
-                limit=self.batch_size,
-                functions=self.functions,
-                caps=self._caps,
-                delivery_ids=delivery_ids,
-            )
+        )
+        must_record = bool(self._ended) and (not self._queue or len(self._ended) >= self.batch_size)
+        batch: list[Claimed] = []
+        if can_claim or must_record:
+            with self.app.store.batch():  # one commit: a disk flush saved per batch
+                if must_record:
+                    self._record(self._ended)
+                if can_claim:
+                    now = self.app.clock.now()
+                    batch = self.app.store.claim(
+                        worker=self.name,
+                        now=now,
+                        lease_until=now + self.app.settings.lease,
+                        limit=self.claim_limit(),
+                        functions=self.functions,
+                        caps=self._caps,
+                        delivery_ids=delivery_ids,
+                    )
+            if must_record:  # only once committed: a failed commit records them again
+                for _, ending in self._ended:
+                    self.outcomes[ending.outcome] += 1
+                self._ended.clear()
             self._queue.extend(batch)
-            claimed = len(batch)
         while self._queue and len(self._inflight) < self.concurrency:
             self._start(self._queue.popleft())
-        return claimed
+        return len(batch)
+
+    def claim_limit(self) -> int:
+        """How many deliveries to claim: the free slots, plus about PREFETCH seconds of work
+        at the attempts' recent mean duration, up to batch_size. Short functions come in large
+        batches (few commits an event); slow ones one a slot, so no process hoards a backlog
+        that idle processes could run."""
+        free = self.concurrency - len(self._inflight)
+        if self._mean_duration is None:
+            return free
+        ahead = self.concurrency * PREFETCH / max(self._mean_duration, 1e-6)
+        return max(free, min(self.batch_size, free + int(ahead)))
 
     def _start(self, item: Claimed) -> None:
         trigger = self.app.triggers[item.function]
-        deadline = time.monotonic() + trigger.options.timeout
+        started = time.monotonic()
         future: Future[Ending]
         if trigger.is_async:
             if self._loop is None:
                 self._loop = EventLoopThread()
             future = self._loop.submit(execution.run_async(self.app, trigger, item))
-            deadline += TIMEOUT_GRACE
+            deadline = started + trigger.options.timeout + TIMEOUT_GRACE
         else:
             future = self._pool.submit(execution.run, self.app, trigger, item)
-        self._inflight[future] = _InFlight(item, trigger, deadline)
-        future.add_done_callback(self._done.put)  # O(1) per attempt, unlike wait() on them all
+            deadline = started + trigger.options.timeout
+        self._inflight[future] = _InFlight(item, trigger, deadline, started)
+        # O(1) per attempt, unlike wait() on them all; the time is when it ended, not when
+        # the loop came to look.
+        future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
 
     def collect(self, timeout: float) -> int:
-        """Wait up to timeout for attempts to end; record them (and timeouts); how many ended."""
+        """Wait up to timeout for attempts to end and set them aside for recording (timeouts
+        are recorded at once); how many ended."""
         ended = 0
         if self._inflight:
             done = []
@@ -157,9 +187,10 @@ class Worker:
                 done.append(self._done.get(timeout=timeout))
                 while True:
                     done.append(self._done.get_nowait())
-            for future in done:
+            for future, finished in done:
                 flight = self._inflight.pop(future)
                 ended += 1
+                self._learn(finished - flight.started)
                 error = None if future.cancelled() else future.exception()
                 if error is not None:
                     log.error(
@@ -173,19 +204,26 @@ class Worker:
                 elif not flight.is_settled and not future.cancelled():
                     self._ended.append((flight, future.result()))
             self._check_deadlines()
-        # Record when nothing more can start without a claim, or a batch is full: one commit.
-        if self._ended and (not self._queue or len(self._ended) >= self.batch_size):
-            self.record_ended()
         return ended
+
+    def _learn(self, duration: float) -> None:
+        if self._mean_duration is None:
+            self._mean_duration = duration
+        else:
+            self._mean_duration += (duration - self._mean_duration) * 0.1
 
     def record_ended(self) -> None:
         """Record every ended attempt in one store transaction."""
+        if self._ended:
+            self._record(self._ended)
+            for _, ending in self._ended:
+                self.outcomes[ending.outcome] += 1
+            self._ended.clear()
+
+    def _record(self, ended: list[tuple[_InFlight, Ending]]) -> None:
         execution.record_many(
-            self.app, [(flight.trigger, flight.claimed, ending) for flight, ending in self._ended]
+            self.app, [(flight.trigger, flight.claimed, ending) for flight, ending in ended]
         )
-        for _, ending in self._ended:
-            self.outcomes[ending.outcome] += 1
-        self._ended.clear()
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -311,6 +349,7 @@ class Worker:
                 break
             try:
                 self.collect(min(remaining, 0.1))
+                self.record_ended()
                 if time.monotonic() - self._last_renew >= self.app.settings.renew_every:
                     self._last_renew = time.monotonic()
                     self.renew()

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sqlite3
 import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -57,8 +59,7 @@ def order_event(order_id: str = "o1", amount: int = 500, **fields: Any) -> Any:
 
 def record_of(app: App, key: str, function: str = "charge") -> IdempotencyRecord | None:
     """The stored @idempotent record of a function's key."""
-    with app.store.transaction() as tx:
-        return tx.get_idempotency(f"{function}/{key}")
+    return app.store.idempotency_record(f"{function}/{key}")
 
 
 def counter(app: App, path: str = "stats/orders") -> Any:
@@ -638,6 +639,234 @@ def test_dedupe_hits_are_counted_per_function_for_both_helpers(app: App) -> None
     stats = app.stats()
     assert stats["count_order"].dedupe_hits == 2
     assert stats["charge"].dedupe_hits == 1
+
+
+# -- the store's @idempotent operations -------------------------------------------------
+
+T0 = 1_800_000_000.0
+
+
+def in_progress(token: str, now: float = T0, digest: str = "h1") -> IdempotencyRecord:
+    """An in-progress record of key charge/k claimed at now under a LEASE-second lease."""
+    return IdempotencyRecord(
+        "charge/k", "charge", "in_progress", token, digest, now + LEASE, now + 100.0, None
+    )
+
+
+def test_store_claim_is_refused_while_a_record_lives_and_replaces_an_expired_one(
+    app: App,
+) -> None:
+    store = app.store
+    assert store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.claim_idempotency(in_progress("t2", digest="h2"), T0 + LEASE)
+    assert store.idempotency_record("charge/k") == in_progress("t1")
+    assert store.complete_idempotency("charge/k", "t1", T0 + 1, T0 + 50, '"r"')
+    assert not store.claim_idempotency(in_progress("t3", T0 + 49), T0 + 49)
+    # At its expiry a record is free, whatever its status or payload.
+    assert store.claim_idempotency(in_progress("t4", T0 + 51, "h2"), T0 + 51)
+    assert store.idempotency_record("charge/k") == in_progress("t4", T0 + 51, "h2")
+
+
+def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_out_lease(
+    app: App,
+) -> None:
+    store = app.store
+    store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.take_over_idempotency(in_progress("t2", T0 + 10), "t1", T0 + 10)
+    assert not store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t0", T0 + LEASE)
+    assert store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t1", T0 + LEASE)
+    assert store.idempotency_record("charge/k") == in_progress("t2", T0 + LEASE)
+    # A second takeover that read the same stale record finds it taken: one winner.
+    assert not store.take_over_idempotency(in_progress("t3", T0 + LEASE), "t1", T0 + LEASE)
+    # A completed record is never taken over, even with its own token and after its lease.
+    assert store.complete_idempotency("charge/k", "t2", T0 + LEASE, T0 + 100, '"r"')
+    assert not store.take_over_idempotency(in_progress("t4", T0 + 99), "t2", T0 + 99)
+    assert store.idempotency_record("charge/k") == IdempotencyRecord(
+        "charge/k", "charge", "completed", "t2", "h1", T0 + LEASE, T0 + 100, '"r"'
+    )
+
+
+def test_store_complete_and_release_change_only_the_record_their_token_holds(app: App) -> None:
+    store = app.store
+    store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.complete_idempotency("charge/k", "t0", T0 + 1, T0 + 50, '"stale"')
+    assert not store.release_idempotency("charge/k", "t0")
+    assert not store.complete_idempotency("charge/other", "t1", T0 + 1, T0 + 50, '"r"')
+    assert store.idempotency_record("charge/k") == in_progress("t1")
+    assert store.release_idempotency("charge/k", "t1")
+    assert store.idempotency_record("charge/k") is None
+    assert not store.release_idempotency("charge/k", "t1")
+    store.claim_idempotency(in_progress("t2"), T0)
+    assert store.complete_idempotency("charge/k", "t2", T0 + 1, T0 + 50, None)
+    assert not store.release_idempotency("charge/k", "t2"), "a completed record stays"
+    assert store.idempotency_record("charge/k") == IdempotencyRecord(
+        "charge/k", "charge", "completed", "t2", "h1", T0 + 1, T0 + 50, None
+    )
+
+
+def test_sqlite_single_statement_writes_wait_for_a_busy_writer(sqlite_url: str) -> None:
+    app = App(sqlite_url, clock=TestClock())
+    other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), check_same_thread=False)
+    other.isolation_level = None
+    app.store.idempotency_record("charge/k")  # this thread's connection is open
+    other.execute("BEGIN IMMEDIATE")
+    # Held well past SQLite's own busy wait (20 ms) on the store's connections.
+    commit = threading.Timer(0.2, other.execute, ("COMMIT",))
+    commit.start()
+    try:
+        assert app.store.claim_idempotency(in_progress("t1"), T0)
+        assert app.store.idempotency_record("charge/k") == in_progress("t1")
+    finally:
+        commit.join()
+        app.close()
+        other.close()
+
+
+@contextmanager
+def statements_of_this_thread(app: App) -> Iterator[list[str]]:
+    """The SQL statements the store runs for the calling thread inside the block."""
+    seen: list[str] = []
+    if app.store.dialect == "sqlite":
+        with app.store._conn() as conn:  # type: ignore[attr-defined]
+            conn.set_trace_callback(seen.append)
+            try:
+                yield seen
+            finally:
+                conn.set_trace_callback(None)
+        return
+    import psycopg
+
+    execute = psycopg.Cursor.execute
+    me = threading.get_ident()
+
+    def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == me:
+            seen.append(str(query))
+        return execute(cursor, query, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(psycopg.Cursor, "execute", counted)
+        yield seen
+
+
+def test_a_new_key_costs_one_statement_to_claim_and_one_to_complete(app: App) -> None:
+    spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
+    event = message_event("e1", amount=500)
+    app.store.idempotency_record("charge/warm-up")  # the connection is open before counting
+    with statements_of_this_thread(app) as claiming:
+        claim = _acquire(app, spec, event)
+    with statements_of_this_thread(app) as completing:
+        _finish(app, spec, claim, "ok")
+    assert [s.split()[0] for s in claiming] == ["INSERT"]
+    assert [s.split()[0] for s in completing] == ["UPDATE"]
+    second = _acquire(app, spec, event)
+    assert second.is_done and second.result == "ok"
+    with statements_of_this_thread(app) as releasing:
+        _release(app, _acquire(app, spec, message_event("e2", amount=500)))
+    assert [s.split()[0] for s in releasing] == ["INSERT", "DELETE"]
+
+
+def message_event(event_id: str, amount: int) -> Event:
+    """The event of a payment message, as `charge` sees it."""
+    return Event(
+        id=event_id,
+        type="message.published",
+        source="payments",
+        time=to_datetime(T0),
+        data=None,
+        params={},
+        attempt=1,
+        size=0,
+        function="charge",
+        raw={"data": {"amount": amount}, "attributes": {}},
+    )
+
+
+def test_holder_completing_between_a_duplicates_read_and_its_takeover_keeps_its_result(
+    app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
+    event = message_event("e1", amount=500)
+    holder = _acquire(app, spec, event)
+    clock.advance(LEASE)  # the holder stalls past its lease, then wakes up and completes
+    read = app.store.idempotency_record
+
+    def read_then_holder_completes(key: str) -> IdempotencyRecord | None:
+        record = read(key)
+        if record is not None and record.token == holder.token and record.status != "completed":
+            _finish(app, spec, holder, "first")
+        return record
+
+    monkeypatch.setattr(app.store, "idempotency_record", read_then_holder_completes)
+    duplicate = _acquire(app, spec, event)
+    assert duplicate.is_done and duplicate.result == "first", "it must not take over"
+    record = read("charge/e1")
+    assert record is not None and (record.status, record.token) == ("completed", holder.token)
+
+
+def race_takeovers_against_a_late_completion(
+    app: App, spec: IdempotencySpec, holder: _Claim, event: Event
+) -> list[str]:
+    """RACERS duplicates of event claim its key while its stale holder completes, all at
+    once; what each duplicate's claim returned."""
+    barrier = threading.Barrier(RACERS + 1)
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def duplicate() -> None:
+        barrier.wait(WAIT)
+        try:
+            claim = _acquire(app, spec, event)
+        except ClaimHeldError:
+            outcome = "held"
+        else:
+            outcome = f"done:{claim.result}" if claim.is_done else "claimed"
+        with lock:
+            got.append(outcome)
+
+    def complete() -> None:
+        barrier.wait(WAIT)
+        _finish(app, spec, holder, "late")
+
+    threads = [threading.Thread(target=duplicate) for _ in range(RACERS)]
+    threads.append(threading.Thread(target=complete))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT * 3)
+    assert len(got) == RACERS
+    return got
+
+
+def test_takeovers_racing_the_stale_holders_completion_leave_one_owner(
+    app: App, clock: TestClock
+) -> None:
+    spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
+    for n in range(5):
+        event = message_event(f"e{n}", amount=500)
+        holder = _acquire(app, spec, event)
+        clock.advance(LEASE)
+        got = race_takeovers_against_a_late_completion(app, spec, holder, event)
+        record = app.store.idempotency_record(f"charge/{event.id}")
+        assert record is not None
+        if record.token == holder.token:  # the completion came first: every duplicate sees it
+            assert record.status == "completed"
+            assert got == ["done:late"] * RACERS
+        else:  # one duplicate took the key over; the late completion was discarded
+            assert record.status == "in_progress"
+            assert sorted(got) == ["claimed"] + ["held"] * (RACERS - 1)
+
+
+def test_a_key_that_changes_hands_throughout_a_claim_is_retried_later(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
+    # Each time: the claim meets a live record, which is released before it is read.
+    monkeypatch.setattr(app.store, "claim_idempotency", lambda record, now: False)
+    monkeypatch.setattr(app.store, "idempotency_record", lambda key: None)
+    with pytest.raises(ClaimHeldError, match="changed hands 5 times") as caught:
+        _acquire(app, spec, message_event("e1", amount=500))
+    assert caught.value.delay is None  # retried on the backoff, not at a lease's end
 
 
 # -- races ------------------------------------------------------------------------------

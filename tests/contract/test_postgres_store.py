@@ -349,3 +349,30 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.Monk
     app = App("postgresql://postgres@127.0.0.1:1/none")
     with pytest.raises(MissingDependencyError, match=r"pip install 'oncefire\[postgres\]'"):
         app.store  # noqa: B018 - opening the store imports the driver
+
+
+@pytest.mark.postgres
+def test_a_claim_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
+    open_store: Callable[..., PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(pool_min=1, pool_max=1)  # every call below uses the same connection
+    add_pending(store, 3)
+    sent: list[str] = []
+    real_pipeline = psycopg.Connection.pipeline
+
+    def pipeline(conn: psycopg.Connection[tuple[object, ...]]) -> object:
+        sent.append("pipeline")
+        return real_pipeline(conn)
+
+    monkeypatch.setattr(psycopg.Connection, "pipeline", pipeline)
+    assert len(claim(store, "w1", 1, {})) == 1
+    assert sent == ["pipeline"]  # BEGIN, SET LOCAL, the claim and COMMIT sent together
+
+    monkeypatch.setattr(
+        "oncefire.stores.postgres._claim_sql", lambda *a, **k: "SELECT no_such_column"
+    )
+    with pytest.raises(StoreError):
+        claim(store, "w1", 1, {})
+    monkeypatch.undo()
+    # The failed transaction was rolled back: the connection claims the rest as before.
+    assert len(claim(store, "w2", 5, {})) == 2

@@ -9,7 +9,7 @@ from oncefire import App, codec
 from oncefire.events import Event
 from oncefire.stores import migrations
 
-OLD_VERSION = 3  # before the catalogue version and the one-statement document write
+OLD_VERSION = 4  # before the catalogue version and the one-statement document write
 
 
 def make_old_store(url: str) -> None:

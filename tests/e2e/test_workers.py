@@ -392,6 +392,7 @@ def test_an_attempt_that_ended_before_its_renewal_did_not_lose_its_lease(
         wait_for("the attempt to end", lambda: all(f.done() for f in worker._inflight))
         worker.renew()
         assert worker.collect(1.0) == 1
+        worker.record_ended()
         assert worker.summary()["succeeded"] == 1
         assert "lost the lease" not in caplog.text
     finally:

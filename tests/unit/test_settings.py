@@ -67,6 +67,7 @@ def test_an_unknown_setting_is_refused() -> None:
         {"renew_every": 30, "lease": 30},
         {"concurrency": 0},
         {"batch_size": 0},
+        {"batch_size": 10_001},
         {"sqlite_synchronous": "OFF"},
     ],
 )

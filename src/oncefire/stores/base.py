@@ -177,14 +177,6 @@ class DocumentTx(Protocol):
     def record_dedupe(self, function: str, now: float) -> None:
         """Count one duplicate skipped by an idempotency helper."""
 
-    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
-        """The record of an @idempotent key, locked until this transaction ends."""
-
-    def put_idempotency(self, record: IdempotencyRecord) -> None:
-        """Insert or replace the record of an @idempotent key."""
-
-    def delete_idempotency(self, key: str) -> None: ...
-
 
 class Store(Protocol):
     """A database that records oncefire's state; SQLite and PostgreSQL implement it."""
@@ -288,3 +280,26 @@ class Store(Protocol):
 
     def purge_expired_claims(self, now: float, limit: int) -> int:
         """Delete claim and idempotency records whose expiry has passed; return how many."""
+
+    # @idempotent records: each operation is one statement, committed on its own.
+
+    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+        """Insert an in-progress record, replacing one that expired (expires_at <= now);
+        False, changing nothing, while a live record of the key exists."""
+
+    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
+        """The record of an @idempotent key, as last committed."""
+
+    def take_over_idempotency(
+        self, record: IdempotencyRecord, stale_token: str, now: float
+    ) -> bool:
+        """Replace the in-progress record of stale_token whose lease ran out (lease_until <=
+        now) with record; False if that record is gone, completed or held again."""
+
+    def complete_idempotency(
+        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
+    ) -> bool:
+        """Mark the record completed with its result, if token still holds it."""
+
+    def release_idempotency(self, key: str, token: str) -> bool:
+        """Delete the record if token still holds it and it is in progress."""

@@ -205,6 +205,32 @@ class Pool:
         finally:
             self._pool.putconn(conn)
 
+    def run_with(self, setting: str, query: str, args: dict[str, Any]) -> list[Any]:
+        """The rows of one statement run after a SET LOCAL statement, in a transaction of its
+        own: BEGIN, the setting, the statement and COMMIT go in one pipeline, one round trip."""
+        joined: Connection | None = getattr(self._local, "conn", None)
+        if joined is not None:
+            try:
+                joined.execute(setting)
+                return joined.execute(query, args).fetchall()
+            except psycopg.Error as exc:
+                raise failure(exc) from exc
+        conn = self.take()
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(setting)
+                cursor = conn.execute(query, args)
+                conn.execute("COMMIT")
+            return cursor.fetchall()
+        except psycopg.Error as exc:
+            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                with suppress(psycopg.Error):  # the pool drops what it cannot reset
+                    conn.execute("ROLLBACK")
+            raise failure(exc) from exc
+        finally:
+            self._pool.putconn(conn)
+
     def close(self) -> None:
         """Close every connection."""
         self._pool.close()

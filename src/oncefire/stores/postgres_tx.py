@@ -19,7 +19,7 @@ import psycopg
 
 from oncefire import codec
 from oncefire.events import EventType, StoredEvent
-from oncefire.stores.base import FunctionRecord, IdempotencyRecord
+from oncefire.stores.base import FunctionRecord
 from oncefire.stores.catalog import (
     VERSION_SQL,
     Catalog,
@@ -245,38 +245,6 @@ class PostgresTx:
             "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (%s, %s)", (function, now)
         )
 
-    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
-        self._lock("idempotency", key)
-        row = self.conn.execute(
-            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
-            " FROM oncefire_idempotency WHERE key = %s" + (" FOR UPDATE" if self.is_write else ""),
-            (key,),
-        ).fetchone()
-        return None if row is None else IdempotencyRecord(*row)
-
-    def put_idempotency(self, record: IdempotencyRecord) -> None:
-        self.conn.execute(
-            "INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash,"
-            " lease_until, expires_at, result) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET function = excluded.function,"
-            " status = excluded.status, token = excluded.token,"
-            " payload_hash = excluded.payload_hash, lease_until = excluded.lease_until,"
-            " expires_at = excluded.expires_at, result = excluded.result",
-            (
-                record.key,
-                record.function,
-                record.status,
-                record.token,
-                record.payload_hash,
-                record.lease_until,
-                record.expires_at,
-                record.result_json,
-            ),
-        )
-
-    def delete_idempotency(self, key: str) -> None:
-        self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = %s", (key,))
-
 
 SET_DOCUMENT_SQL = (
     "SELECT oncefire_set_document(%(lock)s, %(path)s, %(collection)s, %(data)s, %(now)s,"
@@ -296,7 +264,7 @@ def set_document_args(
     event_id: str,
 ) -> dict[str, Any]:
     """The arguments of SET_DOCUMENT_SQL: a whole-document write and its event, in one
-    statement (see migration 005)."""
+    statement (see migration 006)."""
     entries = fanout.index_entries
     return {
         "lock": lock_key("document", path),

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 
 from oncefire import codec
@@ -21,6 +22,7 @@ from oncefire.stores.base import (
     DeadLetterRow,
     FunctionCounts,
     FunctionRecord,
+    IdempotencyRecord,
     Lease,
 )
 from oncefire.stores.catalog import BUMP_SQL, CatalogCache
@@ -28,6 +30,8 @@ from oncefire.stores.filewatch import FileWatch
 from oncefire.stores.sqlite_tx import SqliteTx, marks
 
 BUSY_TIMEOUT_MS = 30_000
+# What a delivery whose attempt just ended tells of it, for that attempt's row.
+_ENDED = "id, event_id, function, attempt, worker, claimed_at"
 _DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
     COALESCE(d.dead_payload, e.data), d.truncated"""
 
@@ -257,13 +261,19 @@ class SqliteStore:
 
     # -- deliveries --------------------------------------------------------------------
 
-    def _events(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, StoredEvent]:
+    @staticmethod
+    def _event_rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
         rows = conn.execute(
             "SELECT id, type, source, time, data, size FROM oncefire_events"
             f" WHERE id IN ({marks(ids)})",
             list(ids),
         )
-        return {r[0]: StoredEvent(r[0], r[1], r[2], r[3], codec.loads(r[4]), r[5]) for r in rows}
+        return {r[0]: r for r in rows}
+
+    @staticmethod
+    def _event(row: tuple[Any, ...]) -> StoredEvent:
+        # Decoded once the transaction has ended: the write lock is held no longer than needed.
+        return StoredEvent(row[0], row[1], row[2], row[3], codec.loads(row[4]), row[5])
 
     def claim(
         self,
@@ -278,6 +288,7 @@ class SqliteStore:
     ) -> list[Claimed]:
         if not functions:
             return []
+        token = uuid.uuid4().hex  # one a claim: the lease is the delivery id with it
         with self._tx() as conn:
             room = self._room(conn, caps, now)
             # The uncapped functions, then each capped function up to its room: a capped
@@ -285,13 +296,12 @@ class SqliteStore:
             uncapped = [f for f in functions if f not in room]
             groups = [(uncapped, limit)] if uncapped else []
             groups += [([f], min(room[f], limit)) for f in functions if room.get(f, 0) > 0]
-            candidates: list[tuple[float, int, str, int, str, float | None]] = []
+            candidates: list[tuple[float, int]] = []
             for names, most in groups:
                 query = (
                     # The due index walks pending rows in run_at order and stops at LIMIT;
                     # the planner would otherwise pick (function, state) and sort the backlog.
-                    "SELECT run_at, id, function, attempt, event_id, replayed_at"
-                    " FROM oncefire_deliveries INDEXED BY oncefire_deliveries_due"
+                    "SELECT run_at, id FROM oncefire_deliveries INDEXED BY oncefire_deliveries_due"
                     f" WHERE state = 'pending' AND run_at <= ? AND function IN ({marks(names)})"
                 )
                 args: list[Any] = [now, *names]
@@ -300,27 +310,21 @@ class SqliteStore:
                     args += list(delivery_ids)
                 query += " ORDER BY run_at, id LIMIT ?"
                 candidates += conn.execute(query, [*args, most]).fetchall()
-            chosen = [
-                (delivery_id, function, attempt + 1, event_id, uuid.uuid4().hex)
-                for _, delivery_id, function, attempt, event_id, _ in sorted(candidates)[:limit]
-            ]
-            replayed = {c[1]: c[5] for c in candidates}
+            chosen = [delivery_id for _, delivery_id in sorted(candidates)[:limit]]
             if not chosen:
                 return []
-            conn.executemany(
-                "UPDATE oncefire_deliveries SET state = 'running', attempt = ?, lease_token = ?,"
-                " lease_until = ?, worker = ? WHERE id = ? AND state = 'pending'",
-                [(n, token, lease_until, worker, d) for d, _, n, _, token in chosen],
-            )
-            conn.executemany(
-                "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
-                " started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [(d, e, f, n, worker, now) for d, f, n, e, _ in chosen],
-            )
-            events = self._events(conn, list({c[3] for c in chosen}))
+            taken = conn.execute(
+                "UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,"
+                " lease_token = ?, lease_until = ?, worker = ?, claimed_at = ?"
+                f" WHERE id IN ({marks(chosen)}) AND state = 'pending'"
+                " RETURNING run_at, id, function, attempt, event_id, replayed_at",
+                [token, lease_until, worker, now, *chosen],
+            ).fetchall()
+            events = self._event_rows(conn, list({t[4] for t in taken}))
+        decoded = {event_id: self._event(row) for event_id, row in events.items()}
         return [
-            Claimed(Lease(d, token), f, n, now, events[e], replayed[d])
-            for d, f, n, e, token in chosen
+            Claimed(Lease(d, token), f, n, now, decoded[e], replayed)
+            for _, d, f, n, e, replayed in sorted(taken)
         ]
 
     @staticmethod
@@ -344,37 +348,57 @@ class SqliteStore:
         set_sql: str,
         args: Sequence[Any],
     ) -> bool:
-        cursor = conn.execute(
+        ended = conn.execute(
             f"UPDATE oncefire_deliveries SET {set_sql}, lease_token = NULL, lease_until = NULL"
-            " WHERE id = ? AND state = 'running' AND lease_token = ?",
+            f" WHERE id = ? AND state = 'running' AND lease_token = ? RETURNING {_ENDED}",
             (*args, lease.delivery_id, lease.token),
+        ).fetchall()
+        self._write_attempts(conn, ended, {lease.delivery_id: result})
+        return bool(ended)
+
+    @staticmethod
+    def _write_attempts(
+        conn: sqlite3.Connection,
+        ended: Sequence[Sequence[Any]],
+        results: dict[int, AttemptResult],
+    ) -> None:
+        """The attempt rows of deliveries that just ended (rows of RETURNING _ENDED): an
+        attempt is written once, when it ends; until then its delivery tells of it."""
+        rows = []
+        for delivery_id, event_id, function, number, worker, claimed_at in ended:
+            result = results[delivery_id]
+            started = next(
+                t for t in (result.started_at, claimed_at, result.finished_at) if t is not None
+            )
+            row = (delivery_id, event_id, function, number, worker, started)
+            rows.append((*row, result.finished_at, result.outcome, result.error))
+        conn.executemany(
+            "INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,"
+            " started_at, finished_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
-        if cursor.rowcount != 1:
-            return False
-        conn.execute(
-            "UPDATE oncefire_attempts SET finished_at = ?, outcome = ?, error = ?,"
-            " started_at = COALESCE(?, started_at) WHERE delivery_id = ? AND outcome IS NULL",
-            (
-                result.finished_at,
-                result.outcome,
-                result.error,
-                result.started_at,
-                lease.delivery_id,
-            ),
-        )
-        return True
 
     def complete(self, lease: Lease, result: AttemptResult) -> bool:
         with self._tx() as conn:
             return self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ())
 
     def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
-        done = set()
+        by_token: dict[str, list[int]] = {}
+        for lease, _ in items:
+            by_token.setdefault(lease.token, []).append(lease.delivery_id)
+        results = {lease.delivery_id: result for lease, result in items}
+        ended: list[Any] = []
         with self._tx() as conn:
-            for lease, result in items:
-                if self._finish(conn, lease, result, "state = 'succeeded', error = NULL", ()):
-                    done.add(lease.delivery_id)
-        return done
+            # A claim's deliveries share its token: one statement a claim, not one a delivery.
+            for token, ids in by_token.items():
+                ended += conn.execute(
+                    "UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL,"
+                    " lease_token = NULL, lease_until = NULL WHERE lease_token = ?"
+                    f" AND state = 'running' AND id IN ({marks(ids)}) RETURNING {_ENDED}",
+                    [token, *ids],
+                ).fetchall()
+            self._write_attempts(conn, ended, results)
+        return {row[0] for row in ended}
 
     def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
         with self._tx() as conn:
@@ -429,12 +453,7 @@ class SqliteStore:
                     " WHERE id = ? AND state = 'running' AND lease_token = ?",
                     (lease.delivery_id, lease.token),
                 )
-                if cursor.rowcount == 1:
-                    released += 1
-                    conn.execute(
-                        "DELETE FROM oncefire_attempts WHERE delivery_id = ? AND outcome IS NULL",
-                        (lease.delivery_id,),
-                    )
+                released += cursor.rowcount
         return released
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
@@ -455,15 +474,20 @@ class SqliteStore:
             return []
         with self._tx("DEFERRED") as conn:
             rows = conn.execute(
-                "SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id,"
-                " (SELECT started_at FROM oncefire_attempts a WHERE a.delivery_id = d.id"
-                " AND a.outcome IS NULL) FROM oncefire_deliveries d WHERE d.state = 'running'"
+                "SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id, d.claimed_at"
+                " FROM oncefire_deliveries d WHERE d.state = 'running'"
                 f" AND d.lease_until <= ? AND d.function IN ({marks(functions)}) LIMIT ?",
                 [now, *functions, limit],
             ).fetchall()
-            events = self._events(conn, list({r[4] for r in rows})) if rows else {}
+            events = self._event_rows(conn, list({r[4] for r in rows})) if rows else {}
         return [
-            Claimed(Lease(r[0], r[1]), r[2], r[3], r[5] if r[5] is not None else now, events[r[4]])
+            Claimed(
+                Lease(r[0], r[1]),
+                r[2],
+                r[3],
+                r[5] if r[5] is not None else now,
+                self._event(events[r[4]]),
+            )
             for r in rows
         ]
 
@@ -628,10 +652,15 @@ class SqliteStore:
 
     def attempts(self, event_id: str) -> list[dict[str, Any]]:
         with self._conn() as conn:
+            # Each delivery's attempts in order (one runs at a time): those that ended, then
+            # the one running now (its row is written when it ends).
             cursor = conn.execute(
                 "SELECT delivery_id, function, number, worker, started_at, finished_at, outcome,"
-                " error FROM oncefire_attempts WHERE event_id = ? ORDER BY id",
-                (event_id,),
+                " error FROM (SELECT 0 AS running, * FROM oncefire_attempts WHERE event_id = ?"
+                " UNION ALL SELECT 1, NULL, id, event_id, function, attempt, worker, claimed_at,"
+                " NULL, NULL, NULL FROM oncefire_deliveries WHERE event_id = ?"
+                " AND state = 'running') ORDER BY delivery_id, running, id",
+                (event_id, event_id),
             )
             names = [c[0] for c in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -653,3 +682,78 @@ class SqliteStore:
                 (now, now, limit),
             ).rowcount
         return n
+
+    # -- @idempotent records: one statement each, committed on its own -----------------
+
+    def _write_one(self, sql: str, args: Sequence[Any]) -> int:
+        """Run one write statement, committed on its own (or in the thread's batch); the rows
+        it changed. A statement that meets a busy writer waits busy_timeout inside SQLite,
+        fails changing nothing, and is run again until the store's lock timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        with self._conn() as conn:
+            while True:
+                try:
+                    return conn.execute(sql, args).rowcount
+                except sqlite3.OperationalError as exc:
+                    is_busy = "locked" in str(exc) or "busy" in str(exc)
+                    if not is_busy or time.monotonic() >= deadline:
+                        raise
+
+    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+        return (
+            self._write_one(
+                "INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash,"
+                " lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET function = excluded.function,"
+                " status = excluded.status, token = excluded.token,"
+                " payload_hash = excluded.payload_hash, lease_until = excluded.lease_until,"
+                " expires_at = excluded.expires_at, result = excluded.result"
+                " WHERE oncefire_idempotency.expires_at <= ?",
+                (*astuple(record), now),
+            )
+            == 1
+        )
+
+    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT key, function, status, token, payload_hash, lease_until, expires_at,"
+                " result FROM oncefire_idempotency WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return None if row is None else IdempotencyRecord(*row)
+
+    def take_over_idempotency(
+        self, record: IdempotencyRecord, stale_token: str, now: float
+    ) -> bool:
+        return (
+            self._write_one(
+                "UPDATE oncefire_idempotency SET function = ?, status = ?, token = ?,"
+                " payload_hash = ?, lease_until = ?, expires_at = ?, result = ?"
+                " WHERE key = ? AND token = ? AND status = 'in_progress' AND lease_until <= ?",
+                (*astuple(record)[1:], record.key, stale_token, now),
+            )
+            == 1
+        )
+
+    def complete_idempotency(
+        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
+    ) -> bool:
+        return (
+            self._write_one(
+                "UPDATE oncefire_idempotency SET status = 'completed', lease_until = ?,"
+                " expires_at = ?, result = ? WHERE key = ? AND token = ?",
+                (now, expires_at, result_json, key, token),
+            )
+            == 1
+        )
+
+    def release_idempotency(self, key: str, token: str) -> bool:
+        return (
+            self._write_one(
+                "DELETE FROM oncefire_idempotency WHERE key = ? AND token = ?"
+                " AND status = 'in_progress'",
+                (key, token),
+            )
+            == 1
+        )

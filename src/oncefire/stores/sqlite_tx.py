@@ -9,7 +9,7 @@ from typing import Any
 from oncefire import codec
 from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
-from oncefire.stores.base import FunctionRecord, IdempotencyRecord
+from oncefire.stores.base import FunctionRecord
 from oncefire.stores.catalog import (
     VERSION_SQL,
     Catalog,
@@ -177,30 +177,3 @@ class SqliteTx:
         self.conn.execute(
             "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (?, ?)", (function, now)
         )
-
-    def get_idempotency(self, key: str) -> IdempotencyRecord | None:
-        row = self.conn.execute(
-            "SELECT key, function, status, token, payload_hash, lease_until, expires_at, result"
-            " FROM oncefire_idempotency WHERE key = ?",
-            (key,),
-        ).fetchone()
-        return None if row is None else IdempotencyRecord(*row)
-
-    def put_idempotency(self, record: IdempotencyRecord) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO oncefire_idempotency (key, function, status, token,"
-            " payload_hash, lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.key,
-                record.function,
-                record.status,
-                record.token,
-                record.payload_hash,
-                record.lease_until,
-                record.expires_at,
-                record.result_json,
-            ),
-        )
-
-    def delete_idempotency(self, key: str) -> None:
-        self.conn.execute("DELETE FROM oncefire_idempotency WHERE key = ?", (key,))

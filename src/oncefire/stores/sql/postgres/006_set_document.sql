@@ -1,4 +1,4 @@
--- oncefire schema 5: a document write in one statement, so that db.document(path).set(data)
+-- oncefire schema 6: a document write in one statement, so that db.document(path).set(data)
 -- outside a transaction costs one round trip, as a plain INSERT does, instead of two.
 --
 -- The function does what a write transaction does (documents.Transaction.set), in the same

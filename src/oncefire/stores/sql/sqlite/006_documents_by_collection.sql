@@ -1,7 +1,7 @@
--- oncefire schema 5: documents are found by (collection, path) through one index, instead of
+-- oncefire schema 6: documents are found by (collection, path) through one index, instead of
 -- by path through one index and by collection through another, so a document write updates
 -- two b-trees instead of three (a path names its collection, so every lookup can give it).
--- PostgreSQL's schema 5 serves the same write path (one statement a document write).
+-- PostgreSQL's schema 6 serves the same write path (one statement a document write).
 CREATE TABLE oncefire_documents_new (
     path TEXT NOT NULL,
     collection TEXT NOT NULL,
