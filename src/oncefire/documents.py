@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -187,10 +188,16 @@ class Transaction:
         fields = tx.index_fields(collection)
         if fields:
             tx.set_index_entries(path, collection, _index_entries(new, fields))
-        # `new` is what data_json encodes, and the event is encoded at once: no copy needed.
         after = {"data": new, "create_time": created, "update_time": now}
+        # The event's JSON around data_json, as codec.dumps would write it: the new data is
+        # not encoded a second time.
+        event_json = (
+            f'{{"before":{"null" if current is None else codec.dumps(current)},'
+            f'"after":{{"data":{data_json},"create_time":{json.dumps(created)},'
+            f'"update_time":{json.dumps(now)}}}}}'
+        )
         kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
-        self._emit(tx, kind, path, current, after)
+        self._emit(tx, kind, path, current, after, event_json)
 
     def _emit(
         self,
@@ -199,6 +206,7 @@ class Transaction:
         path: str,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
+        data_json: str | None = None,
     ) -> None:
         emit(
             tx,
@@ -206,6 +214,7 @@ class Transaction:
             source=path,
             data={"before": before, "after": after},
             now=self._db.clock.now(),
+            data_json=data_json,
         )
 
 

@@ -40,9 +40,12 @@ def emit(
     data: dict[str, Any],
     now: float,
     event_id: str | None = None,
+    data_json: str | None = None,
 ) -> StoredEvent | None:
-    """Append an event with one delivery per subscribed function; None if its id existed."""
-    data_json = codec.dumps(data)  # encoded once: for its size and for the store
+    """Append an event with one delivery per subscribed function; None if its id existed.
+    data_json, if given, is codec.dumps(data), made by a caller that had its parts."""
+    if data_json is None:
+        data_json = codec.dumps(data)  # encoded once: for its size and for the store
     size = len(data_json.encode())
     event = StoredEvent(event_id or codec.new_id(now), event_type, source, now, data, size)
     names = subscribers(tx.functions(), event_type, source)

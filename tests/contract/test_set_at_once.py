@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -158,5 +159,20 @@ def test_concurrent_sets_of_a_missing_document_make_one_creation(postgres_store_
         afters = {e.raw["after"]["data"]["n"] for e in seen}
         assert afters == set(range(6)) and len(befores) == 5 and befores < afters
         assert ref.get().to_dict()["n"] in afters - befores
+    finally:
+        app.close()
+
+
+def test_a_document_event_is_stored_as_the_codec_writes_it(
+    sqlite_url: str, clock: TestClock
+) -> None:
+    app = App(sqlite_url, clock=clock)
+    try:
+        write_all(app, clock, lambda path, data: app.db.document(path).set(data))
+        conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+        stored = [r[0] for r in conn.execute("SELECT data FROM oncefire_events ORDER BY id")]
+        conn.close()
+        assert len(stored) == 3
+        assert all(text == codec.dumps(codec.loads(text)) for text in stored)
     finally:
         app.close()
