@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -13,11 +14,13 @@ from oncefire import codec, paths
 from oncefire.clock import Clock, to_datetime
 from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, TransactionError
 from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.outbox import emit
+from oncefire.outbox import emit, subscribers
 from oncefire.query import Query, index_key
+from oncefire.stores.catalog import Fanout
 
 if TYPE_CHECKING:
     from oncefire.stores.base import DocumentTx, Store
+    from oncefire.stores.catalog import Catalog
 
 
 class _Sentinel:
@@ -114,10 +117,7 @@ class Transaction:
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
-        if not isinstance(data, dict):
-            raise InvalidDocumentError(
-                f"Document data must be a dict of fields; got {type(data).__name__}."
-            )
+        _check_fields(data)
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
         if merge and current is not None:
@@ -188,9 +188,16 @@ class Transaction:
         fields = tx.index_fields(collection)
         if fields:
             tx.set_index_entries(path, collection, _index_entries(new, fields))
-        after = {"data": codec.loads(data_json), "create_time": created, "update_time": now}
+        after = {"data": new, "create_time": created, "update_time": now}
+        # The event's JSON around data_json, as codec.dumps would write it: the new data is
+        # not encoded a second time.
+        event_json = (
+            f'{{"before":{"null" if current is None else codec.dumps(current)},'
+            f'"after":{{"data":{data_json},"create_time":{json.dumps(created)},'
+            f'"update_time":{json.dumps(now)}}}}}'
+        )
         kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
-        self._emit(tx, kind, path, current, after)
+        self._emit(tx, kind, path, current, after, event_json)
 
     def _emit(
         self,
@@ -199,6 +206,7 @@ class Transaction:
         path: str,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
+        data_json: str | None = None,
     ) -> None:
         emit(
             tx,
@@ -206,6 +214,14 @@ class Transaction:
             source=path,
             data={"before": before, "after": after},
             now=self._db.clock.now(),
+            data_json=data_json,
+        )
+
+
+def _check_fields(data: Any) -> None:
+    if not isinstance(data, dict):
+        raise InvalidDocumentError(
+            f"Document data must be a dict of fields; got {type(data).__name__}."
         )
 
 
@@ -249,6 +265,8 @@ class DocumentReference:
 
     def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace the document, with its events, in one transaction."""
+        if not merge and self._db._set_at_once(self.path, data):
+            return
         with self._db.transaction() as tx:
             tx.set(self, data, merge=merge)
 
@@ -356,6 +374,33 @@ class Database:
             return
         with self.store.read() as raw:
             yield raw
+
+    def _set_at_once(self, path: str, data: dict[str, Any]) -> bool:
+        """Replace a whole document, outside any transaction, in one statement if the store
+        can (PostgreSQL: one round trip instead of two); False if it must be a transaction.
+
+        The store decides created/updated/no-op under the same locks a transaction takes;
+        the catalogue it was given (functions, index fields) is checked there, in the same
+        statement.
+        """
+        set_document = getattr(self.store, "set_document", None)
+        if set_document is None or getattr(self._local, "tx", None) is not None:
+            return False
+        _check_fields(data)
+        now = self.clock.now()
+        new = _resolve(data, now)
+        data_json = codec.encode_document(new)
+        collection = paths.parent_of(path)
+
+        def fanout_of(catalog: Catalog) -> Fanout:
+            fields = catalog.fields_of(collection)
+            return Fanout(
+                subscribers(catalog.functions, EventType.DOCUMENT_CREATED, path),
+                subscribers(catalog.functions, EventType.DOCUMENT_UPDATED, path),
+                _index_entries(new, fields) if fields else None,
+            )
+
+        return bool(set_document(path, data_json, now, codec.new_id(now), fanout_of))
 
     def run_transaction(self, body: Callable[[Transaction], Any]) -> Any:
         """Run body(tx) in a transaction and return what it returns."""

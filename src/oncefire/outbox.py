@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -16,7 +17,7 @@ def _pattern(text: str) -> Pattern:
     return Pattern.parse(text)
 
 
-def subscribers(functions: list[FunctionRecord], event_type: str, source: str) -> list[str]:
+def subscribers(functions: Sequence[FunctionRecord], event_type: str, source: str) -> list[str]:
     """Names of the registered functions an event of this type and source starts."""
     names = []
     for record in functions:
@@ -39,9 +40,14 @@ def emit(
     data: dict[str, Any],
     now: float,
     event_id: str | None = None,
+    data_json: str | None = None,
 ) -> StoredEvent | None:
-    """Append an event with one delivery per subscribed function; None if its id existed."""
-    size = len(codec.dumps(data).encode())
+    """Append an event with one delivery per subscribed function; None if its id existed.
+    data_json, if given, is codec.dumps(data), made by a caller that had its parts."""
+    if data_json is None:
+        data_json = codec.dumps(data)  # encoded once: for its size and for the store
+    size = len(data_json.encode())
     event = StoredEvent(event_id or codec.new_id(now), event_type, source, now, data, size)
     names = subscribers(tx.functions(), event_type, source)
-    return event if tx.append(event, names, now) else None
+    is_new = event_id is None
+    return event if tx.append(event, names, now, is_new=is_new, data_json=data_json) else None

@@ -215,7 +215,7 @@ def test_concurrent_first_use_migrates_once(
         "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'oncefire\\_%'"
         " AND schemaname = current_schema()"
     ).fetchone()
-    assert tables is not None and tables[0] == 11  # every table is prefixed
+    assert tables is not None and tables[0] == 12  # every table is prefixed
 
 
 @pytest.mark.postgres

@@ -190,7 +190,7 @@ def test_an_equality_on_an_indexed_field_uses_the_index(app: App) -> None:
     plan = equality_plan(app, "status", "paid")
     assert "SCAN" not in plan, plan
     assert "(collection=? AND field=? AND value=?)" in plan, plan  # the index entries
-    assert "(path=?)" in plan, plan  # then each matching document by its key
+    assert "(collection=? AND path=?)" in plan, plan  # then each matching document by its key
 
 
 def test_an_equality_on_an_indexed_field_decodes_only_the_matches(

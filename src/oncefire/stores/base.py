@@ -155,8 +155,18 @@ class DocumentTx(Protocol):
 
     def functions(self) -> list[FunctionRecord]: ...
 
-    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
-        """Insert an event (once: False if its id exists) and one pending delivery per function."""
+    def append(
+        self,
+        event: StoredEvent,
+        functions: Sequence[str],
+        run_at: float,
+        *,
+        is_new: bool = False,
+        data_json: str | None = None,
+    ) -> bool:
+        """Insert an event (once: False if its id exists) and one pending delivery per function.
+        is_new: the id was just made, so the answer is known (True) without waiting for it;
+        data_json: the event's data already encoded (codec.dumps)."""
 
     def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
         """New pending deliveries of an existing event (a redelivery); their ids."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from oncefire.errors import MissingDependencyError, SchemaVersionError
 from oncefire.events import StoredEvent
+from oncefire.paths import parent_of
 from oncefire.stores import migrations
 from oncefire.stores.base import (
     AttemptResult,
@@ -25,6 +26,7 @@ from oncefire.stores.base import (
     IdempotencyRecord,
     Lease,
 )
+from oncefire.stores.catalog import BUMP_SQL, Catalog, CatalogCache, Fanout
 
 try:
     import psycopg  # noqa: F401 - imported first, so that its absence says what to install
@@ -36,7 +38,15 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from oncefire.stores.postgres_listener import Listener
 from oncefire.stores.postgres_pool import POOL_MAX, POOL_MIN, Pool
-from oncefire.stores.postgres_tx import CHANNEL, Connection, PostgresTx, lock_key, notifying
+from oncefire.stores.postgres_tx import (
+    CHANNEL,
+    SET_DOCUMENT_SQL,
+    Connection,
+    PostgresTx,
+    lock_key,
+    notifying,
+    set_document_args,
+)
 
 _DEAD_COLUMNS = """d.id, d.function, d.event_id, e.type, e.source, d.attempt, d.error, d.dead_at,
     COALESCE(d.dead_payload, e.data), d.truncated"""
@@ -63,6 +73,7 @@ class PostgresStore:
         self.url = url
         self._db = Pool(url, min_size=pool_min, max_size=pool_max)
         self._listener = Listener(url)
+        self._catalogs = CatalogCache()  # functions and index fields, between transactions
         try:
             self.migrate()
         except BaseException:
@@ -76,13 +87,38 @@ class PostgresStore:
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresTx]:
-        with self._db.transaction() as conn:
-            yield PostgresTx(conn, is_write=True)
+        with self._db.transaction(is_pipelined=True) as conn:
+            yield PostgresTx(conn, is_write=True, catalogs=self._catalogs)
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:
         with self._db.snapshot() as conn:
-            yield PostgresTx(conn, is_write=False)
+            yield PostgresTx(conn, is_write=False, catalogs=self._catalogs)
+
+    def set_document(
+        self,
+        path: str,
+        data_json: str,
+        now: float,
+        event_id: str,
+        fanout_of: Callable[[Catalog], Fanout],
+    ) -> bool:
+        """Write a whole document and its event in one statement (one round trip); False,
+        having written nothing, when the catalogue changed or the row is from before schema
+        6: the caller then writes through a transaction."""
+        catalog = self._catalogs.last()
+        if catalog is None:
+            return False
+        args = set_document_args(
+            catalog,
+            fanout_of(catalog),
+            path=path,
+            collection=parent_of(path),
+            data_json=data_json,
+            now=now,
+            event_id=event_id,
+        )
+        return bool(self._db.run(SET_DOCUMENT_SQL, args)[0][0] != "stale")
 
     def close(self) -> None:
         self._listener.close()
@@ -124,6 +160,7 @@ class PostgresStore:
                     for r in records
                 ],
             )
+            conn.execute(BUMP_SQL)  # every store's next transaction reads the catalogue again
 
     def declare_index(
         self,
@@ -132,15 +169,17 @@ class PostgresStore:
         entries_of: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
     ) -> None:
         with self._db.transaction() as conn:
-            # SHARE mode waits for document writes in flight and holds off new ones until the
-            # index is complete, so no write slips between the read and the declaration.
-            conn.execute("LOCK TABLE oncefire_documents IN SHARE MODE")
+            # EXCLUSIVE mode waits for document writes in flight (from their first row lock:
+            # that is when they check the catalogue) and holds off new ones until the index
+            # is complete, so no write slips between the read and the declaration.
+            conn.execute("LOCK TABLE oncefire_documents IN EXCLUSIVE MODE")
             entries = entries_of(PostgresTx(conn, is_write=True).list_documents(collection))
             conn.execute(
                 "INSERT INTO oncefire_index_fields (collection, field) VALUES (%s, %s)"
                 " ON CONFLICT DO NOTHING",
                 (collection, field),
             )
+            conn.execute(BUMP_SQL)
             conn.execute(
                 "DELETE FROM oncefire_index_entries WHERE collection = %s AND field = %s",
                 (collection, field),

@@ -129,15 +129,22 @@ class Pool:
         self._pool.putconn(conn)
 
     @contextmanager
-    def transaction(self, begin: str = "BEGIN") -> Iterator[Connection]:
+    def transaction(
+        self, begin: str = "BEGIN", *, is_pipelined: bool = False
+    ) -> Iterator[Connection]:
         """A transaction on a pooled connection: commits on exit, rolls back on an exception.
-        Inside batch() it joins the batch's transaction."""
+        Inside batch() it joins the batch's transaction. Pipelined, statements go to the
+        server when a result is fetched or at the COMMIT, not one round trip each."""
         joined: Connection | None = getattr(self._local, "conn", None)
         if joined is not None:
             try:
                 yield joined
             except psycopg.Error as exc:
                 raise failure(exc) from exc
+            return
+        if is_pipelined:
+            with self._pipelined(begin) as conn:
+                yield conn
             return
         conn = self.take()
         try:
@@ -153,6 +160,24 @@ class Pool:
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
+            self._pool.putconn(conn)
+
+    @contextmanager
+    def _pipelined(self, begin: str) -> Iterator[Connection]:
+        conn = self.take()
+        try:
+            with conn.pipeline():
+                conn.execute(begin)
+                yield conn
+                conn.execute("COMMIT")
+            # Leaving the pipeline syncs: an error of any queued statement is raised here.
+        except psycopg.Error as exc:
+            raise failure(exc) from exc
+        finally:
+            # After an error (the block's or a statement's) the transaction is still open.
+            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                with suppress(psycopg.Error):  # the pool drops what it cannot reset
+                    conn.execute("ROLLBACK")
             self._pool.putconn(conn)
 
     @contextmanager

@@ -3,6 +3,10 @@
 A write transaction locks what it reads: the row (FOR UPDATE) and, through a transaction-scoped
 advisory lock, the key itself, so that two writers of a key that has no row yet still run one
 after the other, as SQLite's BEGIN IMMEDIATE makes them.
+
+A write transaction runs in pipeline mode: statements whose answer is not needed (the writes)
+are queued and go with the next read or the COMMIT, so a document write costs two round
+trips: the lock and the read (with the catalogue version), then the writes and the COMMIT.
 """
 
 from __future__ import annotations
@@ -14,8 +18,16 @@ from typing import Any
 import psycopg
 
 from oncefire import codec
-from oncefire.events import StoredEvent
+from oncefire.events import EventType, StoredEvent
 from oncefire.stores.base import FunctionRecord
+from oncefire.stores.catalog import (
+    VERSION_SQL,
+    Catalog,
+    CatalogCache,
+    Fanout,
+    fields_by_collection,
+    function_record,
+)
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -42,13 +54,18 @@ def notifying(source: str) -> str:
 class PostgresTx:
     """Document and outbox operations inside one PostgreSQL transaction."""
 
-    def __init__(self, conn: Connection, *, is_write: bool) -> None:
+    def __init__(
+        self, conn: Connection, *, is_write: bool, catalogs: CatalogCache | None = None
+    ) -> None:
         self.conn = conn
         self.is_write = is_write
-        # Read once a transaction: a batch of writes asks for them again and again, and a
+        self._catalogs = catalogs or CatalogCache()
+        # Checked once a transaction: a batch of writes asks for it again and again, and a
         # registration committed meanwhile counts as later than this transaction.
-        self._functions: list[FunctionRecord] | None = None
-        self._index_fields: dict[str, list[str]] = {}
+        self._catalog: Catalog | None = None
+        # Whether the version was read after this transaction locked a document: from then
+        # on no index declaration (it locks the table against row locks) can come between.
+        self._is_catalog_locked = False
 
     def _lock(self, kind: str, key: str) -> None:
         # Serializes writers of one key, including a key whose row does not exist yet.
@@ -57,23 +74,58 @@ class PostgresTx:
 
     def get_document(self, path: str) -> dict[str, Any] | None:
         self._lock("document", path)
-        row = self.conn.execute(
+        cursor = self.conn.execute(
             "SELECT data, create_time, update_time FROM oncefire_documents WHERE path = %s"
             + (" FOR UPDATE" if self.is_write else ""),
             (path,),
-        ).fetchone()
+        )
+        # Pipelined with the lock and the read: no round trip of its own.
+        version = None
+        if self.is_write and not self._is_catalog_locked:
+            version = self.conn.execute(VERSION_SQL)
+        row = cursor.fetchone()
+        if version is not None:
+            self._use_catalog(version.fetchone())
+            self._is_catalog_locked = True
         if row is None:
             return None
         return {"data": row[0], "create_time": row[1], "update_time": row[2]}
+
+    def _use_catalog(self, row: tuple[Any, ...] | None) -> Catalog:
+        assert row is not None  # the migration inserts the one row
+        self._catalog = self._catalogs.at(int(row[0]), self._load_catalog)
+        return self._catalog
+
+    def _catalog_now(self) -> Catalog:
+        if self._catalog is not None:
+            return self._catalog
+        return self._use_catalog(self.conn.execute(VERSION_SQL).fetchone())
+
+    def _load_catalog(self, version: int) -> Catalog:
+        # One statement, so the version and what it labels come from one snapshot.
+        row = self.conn.execute(
+            "SELECT c.version, f.rows, i.rows FROM oncefire_catalog c,"
+            " (SELECT coalesce(json_agg(json_build_array(name, kind, source, event_types,"
+            " registered_at) ORDER BY position), '[]') FROM oncefire_functions) AS f (rows),"
+            " (SELECT coalesce(json_agg(json_build_array(collection, field)), '[]')"
+            " FROM oncefire_index_fields) AS i (rows)"
+        ).fetchone()
+        assert row is not None
+        return Catalog(
+            int(row[0]),
+            tuple(function_record(r) for r in row[1]),
+            fields_by_collection(row[2]),
+        )
 
     def put_document(
         self, path: str, collection: str, data_json: str, create_time: float, update_time: float
     ) -> None:
         self.conn.execute(
-            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
-            " VALUES (%s, %s, %s::jsonb, %s, %s) ON CONFLICT (path) DO UPDATE"
-            " SET data = excluded.data, update_time = excluded.update_time",
-            (path, collection, data_json, create_time, update_time),
+            "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time,"
+            " data_size) VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (path) DO UPDATE"
+            " SET data = excluded.data, update_time = excluded.update_time,"
+            " data_size = excluded.data_size",
+            (path, collection, data_json, create_time, update_time, len(data_json.encode())),
         )
 
     def delete_document(self, path: str) -> None:
@@ -101,13 +153,7 @@ class PostgresTx:
             yield path, {"data": data, "create_time": created, "update_time": updated}
 
     def index_fields(self, collection: str) -> list[str]:
-        if collection not in self._index_fields:
-            rows = self.conn.execute(
-                "SELECT field FROM oncefire_index_fields WHERE collection = %s ORDER BY field",
-                (collection,),
-            )
-            self._index_fields[collection] = [r[0] for r in rows]
-        return list(self._index_fields[collection])
+        return self._catalog_now().fields_of(collection)
 
     def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
         self.conn.execute("DELETE FROM oncefire_index_entries WHERE path = %s", (path,))
@@ -119,19 +165,20 @@ class PostgresTx:
             )
 
     def functions(self) -> list[FunctionRecord]:
-        if self._functions is None:
-            rows = self.conn.execute(
-                "SELECT name, kind, source, event_types, registered_at FROM oncefire_functions"
-                " ORDER BY position"
-            )
-            self._functions = [
-                FunctionRecord(r[0], r[1], r[2], tuple(r[3].split(",")), r[4]) for r in rows
-            ]
-        return list(self._functions)
+        return list(self._catalog_now().functions)
 
-    def append(self, event: StoredEvent, functions: Sequence[str], run_at: float) -> bool:
-        # The event and its deliveries in one statement: one round trip per write, not two.
-        row = self.conn.execute(
+    def append(
+        self,
+        event: StoredEvent,
+        functions: Sequence[str],
+        run_at: float,
+        *,
+        is_new: bool = False,
+        data_json: str | None = None,
+    ) -> bool:
+        # The event and its deliveries in one statement; an id known to be new needs no
+        # answer, so the statement waits in the pipeline for the COMMIT.
+        cursor = self.conn.execute(
             "WITH e AS (INSERT INTO oncefire_events (id, type, source, time, data, size)"
             " VALUES (%(id)s, %(type)s, %(source)s, %(time)s, %(data)s::jsonb, %(size)s)"
             " ON CONFLICT (id) DO NOTHING RETURNING id),"
@@ -145,13 +192,16 @@ class PostgresTx:
                 "type": event.type,
                 "source": event.source,
                 "time": event.time,
-                "data": codec.dumps(event.data),
+                "data": codec.dumps(event.data) if data_json is None else data_json,
                 "size": event.size,
                 "run_at": run_at,
                 "names": list(functions),
                 "channel": CHANNEL,
             },
-        ).fetchone()
+        )
+        if is_new:
+            return True
+        row = cursor.fetchone()
         return row is not None and int(row[0]) == 1
 
     def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
@@ -181,15 +231,55 @@ class PostgresTx:
     def claim_key(self, key: str, now: float, expires_at: float) -> bool:
         # No advisory lock needed: a second INSERT of the key waits on the first one's index
         # entry, then sees its commit (conflict: False) or its rollback (insert: True).
-        cursor = self.conn.execute(
+        row = self.conn.execute(
             "INSERT INTO oncefire_claims (key, created_at, expires_at) VALUES (%s, %s, %s)"
             " ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,"
-            " expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= %s",
+            " expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= %s"
+            " RETURNING true",  # a row, not a row count: counts wait for the pipeline's sync
             (key, now, expires_at, now),
-        )
-        return cursor.rowcount == 1
+        ).fetchone()
+        return row is not None
 
     def record_dedupe(self, function: str, now: float) -> None:
         self.conn.execute(
             "INSERT INTO oncefire_dedupe_hits (function, at) VALUES (%s, %s)", (function, now)
         )
+
+
+SET_DOCUMENT_SQL = (
+    "SELECT oncefire_set_document(%(lock)s, %(path)s, %(collection)s, %(data)s, %(now)s,"
+    " %(catalog)s, %(event_id)s, %(created_type)s, %(updated_type)s, %(on_create)s,"
+    " %(on_update)s, %(fields)s, %(values)s, %(channel)s, %(notify_most)s)"
+)
+
+
+def set_document_args(
+    catalog: Catalog,
+    fanout: Fanout,
+    *,
+    path: str,
+    collection: str,
+    data_json: str,
+    now: float,
+    event_id: str,
+) -> dict[str, Any]:
+    """The arguments of SET_DOCUMENT_SQL: a whole-document write and its event, in one
+    statement (see migration 006)."""
+    entries = fanout.index_entries
+    return {
+        "lock": lock_key("document", path),
+        "path": path,
+        "collection": collection,
+        "data": data_json,
+        "now": now,
+        "catalog": catalog.version,
+        "event_id": event_id,
+        "created_type": EventType.DOCUMENT_CREATED.value,
+        "updated_type": EventType.DOCUMENT_UPDATED.value,
+        "on_create": fanout.on_create,
+        "on_update": fanout.on_update,
+        "fields": None if entries is None else list(entries),
+        "values": None if entries is None else list(entries.values()),
+        "channel": CHANNEL,
+        "notify_most": MAX_NOTIFY_IDS,
+    }

@@ -25,6 +25,7 @@ from oncefire.stores.base import (
     IdempotencyRecord,
     Lease,
 )
+from oncefire.stores.catalog import BUMP_SQL, CatalogCache
 from oncefire.stores.filewatch import FileWatch
 from oncefire.stores.sqlite_tx import SqliteTx, marks
 
@@ -58,6 +59,7 @@ class SqliteStore:
         self._all: list[tuple[threading.Thread | None, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
         self._watch: FileWatch | None = None
+        self._catalogs = CatalogCache()  # functions and index fields, between transactions
         try:
             self.migrate()
         except BaseException:
@@ -174,7 +176,7 @@ class SqliteStore:
     def transaction(self) -> Iterator[SqliteTx]:
         try:
             with self._tx() as conn:
-                yield SqliteTx(conn)
+                yield SqliteTx(conn, self._catalogs)
         except sqlite3.Error as exc:
             raise StoreError(f"The SQLite store failed: {exc}.") from exc
 
@@ -182,7 +184,7 @@ class SqliteStore:
     def read(self) -> Iterator[SqliteTx]:
         try:
             with self._tx("DEFERRED") as conn:
-                yield SqliteTx(conn)
+                yield SqliteTx(conn, self._catalogs)
         except sqlite3.Error as exc:
             raise StoreError(f"The SQLite store failed: {exc}.") from exc
 
@@ -231,6 +233,7 @@ class SqliteStore:
                     for r in records
                 ],
             )
+            conn.execute(BUMP_SQL)  # every store's next transaction reads the catalogue again
 
     def declare_index(
         self,
@@ -245,6 +248,7 @@ class SqliteStore:
                 " ON CONFLICT DO NOTHING",
                 (collection, field),
             )
+            conn.execute(BUMP_SQL)
             conn.execute(
                 "DELETE FROM oncefire_index_entries WHERE collection = ? AND field = ?",
                 (collection, field),

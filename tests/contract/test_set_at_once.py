@@ -1,0 +1,178 @@
+"""A whole-document set() outside a transaction may be made by the store in one statement
+(PostgreSQL); its document and events must be those a transaction makes."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from oncefire import App, codec
+from oncefire.events import Event
+from oncefire.testing import TestClock
+
+WRITES: list[dict[str, Any]] = [
+    {"n": 1, "name": "é ü ✓", "at": datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)},
+    {"n": 2, "nested": {"list": [1, 2.5, None, True, "x"]}},
+    {"n": 2, "nested": {"list": [1, 2.5, None, True, "x"]}},  # a no-op: no event
+    {"n": 3.0, "big": 12345678901234567890, "small": 1e-7},
+]
+
+
+def write_all(app: App, clock: TestClock, set_doc: Callable[[str, dict[str, Any]], None]) -> None:
+    for i, data in enumerate(WRITES):
+        set_doc("orders/o1", data)
+        clock.advance(0.1234567 if i % 2 else 1)  # fractional and integral times
+
+
+def events_of(app: App) -> list[Event]:
+    seen: list[Event] = []
+
+    @app.on_document_written("orders/{o}")
+    def record(event: Event) -> None:
+        seen.append(event)
+
+    return seen
+
+
+def test_a_set_makes_the_events_a_transaction_makes(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app()
+    seen = events_of(app)
+    app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
+    write_all(app, clock, lambda path, data: app.db.document(path).set(data))
+    app.drain()
+    at_once = [(e.type, e.raw, e.size) for e in seen]
+    app.db.document("orders/o1").delete()
+    app.drain()
+    seen.clear()
+
+    def in_transaction(path: str, data: dict[str, Any]) -> None:
+        with app.db.transaction() as tx:
+            tx.set(app.db.document(path), data)
+
+    write_all(app, clock, in_transaction)
+    app.drain()
+    in_tx = [(e.type, e.raw, e.size) for e in seen]
+    assert [t for t, _, _ in at_once] == [
+        "document.created",
+        "document.updated",
+        "document.updated",
+    ]
+    assert [t for t, _, _ in in_tx] == [t for t, _, _ in at_once]
+    for (_, raw_a, size_a), (_, raw_b, size_b) in zip(at_once, in_tx, strict=True):
+        assert size_a == len(codec.dumps(raw_a).encode())
+        assert size_b == len(codec.dumps(raw_b).encode())
+        assert shape(raw_a) == shape(raw_b)
+
+
+def shape(payload: dict[str, Any]) -> Any:
+    """The payload with its times replaced by their types (the two runs differ in time)."""
+
+    def strip(record: dict[str, Any] | None) -> Any:
+        if record is None:
+            return None
+        return {
+            "data": record["data"],
+            "create_time": type(record["create_time"]).__name__,
+            "update_time": type(record["update_time"]).__name__,
+        }
+
+    return {"before": strip(payload["before"]), "after": strip(payload["after"])}
+
+
+def test_an_update_keeps_the_create_time_and_reports_the_one_before(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app()
+    seen = events_of(app)
+    app.db.document("other/x").set({"warm": True})
+    ref = app.db.document("orders/o1")
+    ref.set({"n": 1})
+    created = clock.now()
+    clock.advance(2.5)
+    ref.set({"n": 2})
+    app.drain()
+    assert [e.raw["after"]["create_time"] for e in seen] == [created, created]
+    assert seen[1].raw["before"] == {
+        "data": {"n": 1},
+        "create_time": created,
+        "update_time": created,
+    }
+    assert seen[1].raw["after"]["update_time"] == created + 2.5
+    assert ref.get().to_dict() == {"n": 2}
+
+
+@pytest.mark.postgres
+def test_postgres_makes_a_set_in_one_statement(postgres_store_url: str) -> None:
+    app = App(postgres_store_url)
+    try:
+        answers: list[bool] = []
+        store: Any = app.store
+        made = store.set_document
+
+        def spy(*args: Any) -> bool:
+            answers.append(made(*args))
+            return answers[-1]
+
+        store.set_document = spy
+        for n in range(3):
+            app.db.document(f"orders/o{n}").set({"n": n})
+        assert answers == [False, True, True]  # the first write reads the catalogue
+    finally:
+        app.close()
+
+
+@pytest.mark.postgres
+def test_concurrent_sets_of_a_missing_document_make_one_creation(postgres_store_url: str) -> None:
+    app = App(postgres_store_url)
+    seen: list[Event] = []
+
+    @app.on_document_written("counters/{c}")
+    def record(event: Event) -> None:
+        seen.append(event)
+
+    try:
+        app.db.document("other/x").set({"warm": True})
+        ref = app.db.document("counters/c1")
+        barrier = threading.Barrier(6)
+
+        def write(n: int) -> None:
+            barrier.wait()
+            ref.set({"n": n})
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        app.drain()
+        kinds = sorted(e.type for e in seen)
+        assert kinds == ["document.created"] + ["document.updated"] * 5
+        # One after the other: each update saw the write before it.
+        befores = {e.raw["before"]["data"]["n"] for e in seen if e.raw["before"]}
+        afters = {e.raw["after"]["data"]["n"] for e in seen}
+        assert afters == set(range(6)) and len(befores) == 5 and befores < afters
+        assert ref.get().to_dict()["n"] in afters - befores
+    finally:
+        app.close()
+
+
+def test_a_document_event_is_stored_as_the_codec_writes_it(
+    sqlite_url: str, clock: TestClock
+) -> None:
+    app = App(sqlite_url, clock=clock)
+    try:
+        write_all(app, clock, lambda path, data: app.db.document(path).set(data))
+        conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+        stored = [r[0] for r in conn.execute("SELECT data FROM oncefire_events ORDER BY id")]
+        conn.close()
+        assert len(stored) == 3
+        assert all(text == codec.dumps(codec.loads(text)) for text in stored)
+    finally:
+        app.close()
