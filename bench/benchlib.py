@@ -104,6 +104,16 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+@contextmanager
+def phase(what: str) -> Iterator[None]:
+    """Log how long a step of a scenario took (set-up included: where the sitting's time goes)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        log(f"    ({what}: {time.monotonic() - t0:.1f} s)")
+
+
 # -- draining -----------------------------------------------------------------------------
 
 
@@ -181,14 +191,18 @@ def stop_process(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
 
 @contextmanager
 def running(
-    cmd: Sequence[str], *, env: dict[str, str] | None = None, log_path: Path | None = None
+    cmd: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    log_path: Path | None = None,
+    grace: float = 20.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A started process, stopped on exit."""
+    """A started process, stopped on exit (SIGTERM, then SIGKILL after `grace` seconds)."""
     process = start_process(cmd, env=env, log_path=log_path)
     try:
         yield process
     finally:
-        stop_process(process)
+        stop_process(process, grace)
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:

@@ -23,29 +23,26 @@ import logging
 import sqlite3
 import statistics
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import workload
-from benchlib import WORK, common_args, ensure_database, log, summarize, write_json
+from benchlib import WORK, common_args, ensure_database, log, phase, summarize, write_json
 from harness import (
-    Backlog,
     Target,
     copy_store,
     describe_run,
+    drain_backlog,
     drain_only,
     prefill,
     reset,
     target,
-    time_drain,
-    workers,
     write_each,
 )
 
 from oncefire import App
 from oncefire.testing import TestClock
 
-LOADER_VERSION = 1
+LOADER_VERSION = 2
 TABLES = ("oncefire_documents", "oncefire_events", "oncefire_deliveries", "oncefire_attempts")
 TIME_COLUMNS = {
     "create_time",
@@ -60,7 +57,6 @@ TIME_COLUMNS = {
 }
 SEED_TIME = 1_700_000_000.0
 HISTORY_DAYS = 7
-CHUNK = 20_000
 LIST_CALLS = 20
 FINISHED_PREFIX, DEAD_PREFIX = "bench/h", "poison/x"
 
@@ -145,94 +141,186 @@ def history_id(kind: int, i: int) -> str:
     return f"00000000-{kind:04x}-7000-8000-{i:012x}"
 
 
-def clones(
-    rows: dict[str, list[dict[str, Any]]], history: int, dead: int, now: float
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Chunks of (table, rows) cloned from the seed: history successes, then dead letters."""
+class CloneSql:
+    """The SQL dialect of one store for cloning a seed row over a series 0 .. count-1 (g.i).
+
+    The rows are made by the database itself (INSERT ... SELECT from the seed row, joined to
+    a series), not sent one by one: every column is the seed's, except the keys (ids as
+    history_id() makes them, paths FINISHED_PREFIX or DEAD_PREFIX and 7 digits) and the
+    times, spread over the past HISTORY_DAYS."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.p = "?" if kind == "sqlite" else "%s"
+
+    def series(self, count: int) -> tuple[str, str, list[Any]]:
+        """(WITH clause, FROM item, its parameters) of the series g(i), i = 0 .. count-1."""
+        if self.kind == "sqlite":
+            return (
+                "WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i + 1 < ?) ",
+                "g",
+                [count],
+            )
+        return "", "generate_series(0, %s::bigint - 1) AS g(i)", [count]
+
+    def padded(self, prefix: str, width: int, hexadecimal: bool) -> tuple[str, list[Any]]:
+        """prefix followed by g.i in `width` digits (hexadecimal or decimal)."""
+        if self.kind == "sqlite":
+            return f"printf('%s%0{width}{'x' if hexadecimal else 'd'}', ?, g.i)", [prefix]
+        digits = "to_hex(g.i)" if hexadecimal else "g.i::text"
+        return f"(%s::text || lpad({digits}, {width}, '0'))", [prefix]
+
+    def shift(self, base: float, span: float, count: int) -> tuple[str, list[Any]]:
+        """The time shift of row i: base + span * i / count (seconds)."""
+        cast = "" if self.kind == "sqlite" else "::float8"
+        p = self.p
+        return f"({p}{cast} + {p}{cast} * g.i / {p}{cast})", [base, span, float(max(count, 1))]
+
+
+def clone(
+    conn: Any,
+    sql: CloneSql,
+    table: str,
+    where: str,
+    where_args: list[Any],
+    count: int,
+    shift: tuple[float, float],
+    changes: dict[str, tuple[str, list[Any]]],
+) -> int:
+    """Insert `count` copies of the seed rows of `table` matching `where` (alias s)."""
+    names = [d[0] for d in conn.execute(f"SELECT * FROM {table} WHERE 1 = 0").description]
+    with_clause, series, series_args = sql.series(count)
+    shift_sql, shift_args = sql.shift(shift[0], shift[1], count)
+    exprs: list[str] = []
+    args: list[Any] = []
+    for name in names:
+        if name in changes:
+            expr, expr_args = changes[name]
+            exprs.append(expr)
+            args.extend(expr_args)
+        elif name in TIME_COLUMNS:
+            exprs.append(f"s.{name} + {shift_sql}")  # NULL stays NULL
+            args.extend(shift_args)
+        else:
+            exprs.append(f"s.{name}")
+    statement = (
+        f"{with_clause}INSERT INTO {table} ({', '.join(names)})"
+        f" SELECT {', '.join(exprs)} FROM {table} s CROSS JOIN {series} WHERE {where}"
+    )
+    if sql.kind == "sqlite":
+        params = [*series_args, *args, *where_args]
+    else:
+        params = [*args, *series_args, *where_args]
+    cursor = conn.execute(statement, params)
+    if sql.kind == "sqlite":  # its rowcount is -1 for a statement that starts with WITH
+        return int(conn.execute("SELECT changes()").fetchone()[0])
+    return int(cursor.rowcount)
+
+
+def clone_history(
+    conn: Any,
+    kind_of_store: str,
+    rows: dict[str, list[dict[str, Any]]],
+    history: int,
+    dead: int,
+    now: float,
+) -> int:
+    """Clone the seed: history - 1 successes and dead - 1 dead letters (the seeds are the
+    last of each); each clone with its document, event, delivery and attempts."""
+    sql = CloneSql(kind_of_store)
+    p = sql.p
     deliveries = rows["oncefire_deliveries"]
     events = {e["id"]: e for e in rows["oncefire_events"]}
-    docs = {d["path"]: d for d in rows["oncefire_documents"]}
     next_delivery = max(d["id"] for d in deliveries) + 1
     next_attempt = max(a["id"] for a in rows["oncefire_attempts"]) + 1
     span = HISTORY_DAYS * 86400
-    start = now - span
+    base = now - span - SEED_TIME
+    loaded = 0
     plan = [(d, history - 1 if d["state"] == "succeeded" else dead - 1) for d in deliveries]
     for kind, (template, count) in enumerate(plan, start=1):
+        if count <= 0:
+            continue
         event = events[template["event_id"]]
-        doc = docs[event["source"]]
         prefix = FINISHED_PREFIX if template["state"] == "succeeded" else DEAD_PREFIX
-        attempts = [a for a in rows["oncefire_attempts"] if a["delivery_id"] == template["id"]]
-        for first in range(0, count, CHUNK):
-            batch: dict[str, list[dict[str, Any]]] = {table: [] for table in TABLES}
-            for i in range(first, min(count, first + CHUNK)):
-                shift = start + span * (i / max(count, 1)) - SEED_TIME
-                path = f"{prefix}{i:07d}"
-                event_id = history_id(kind, i)
-                batch["oncefire_documents"].append(shifted(doc, shift, path=path))
-                batch["oncefire_events"].append(shifted(event, shift, id=event_id, source=path))
-                batch["oncefire_deliveries"].append(
-                    shifted(template, shift, id=next_delivery, event_id=event_id)
-                )
-                for attempt in attempts:
-                    batch["oncefire_attempts"].append(
-                        shifted(
-                            attempt,
-                            shift,
-                            id=next_attempt,
-                            delivery_id=next_delivery,
-                            event_id=event_id,
-                        )
-                    )
-                    next_attempt += 1
-                next_delivery += 1
-            for table in TABLES:
-                yield table, batch[table]
-
-
-def shifted(row: dict[str, Any], shift: float, **changes: Any) -> dict[str, Any]:
-    out = dict(row)
-    for name in TIME_COLUMNS.intersection(out):
-        if isinstance(out[name], int | float) and not isinstance(out[name], bool):
-            out[name] = out[name] + shift
-    out.update(changes)
-    return out
+        attempts = sorted(
+            a["id"] for a in rows["oncefire_attempts"] if a["delivery_id"] == template["id"]
+        )
+        path = sql.padded(prefix, 7, hexadecimal=False)
+        event_id = sql.padded(f"00000000-{kind:04x}-7000-8000-", 12, hexadecimal=True)
+        delivery_id = (f"({p} + g.i)", [next_delivery])
+        shift = (base, float(span))
+        loaded += clone(
+            conn,
+            sql,
+            "oncefire_documents",
+            f"s.path = {p}",
+            [event["source"]],
+            count,
+            shift,
+            {"path": path},
+        )
+        loaded += clone(
+            conn,
+            sql,
+            "oncefire_events",
+            f"s.id = {p}",
+            [event["id"]],
+            count,
+            shift,
+            {"id": event_id, "source": path},
+        )
+        loaded += clone(
+            conn,
+            sql,
+            "oncefire_deliveries",
+            f"s.id = {p}",
+            [template["id"]],
+            count,
+            shift,
+            {"id": delivery_id, "event_id": event_id},
+        )
+        if attempts:
+            # The template's attempts in id order: clone i's attempt j gets
+            # next_attempt + i * len(attempts) + j, as they are numbered in a real history.
+            ordinal = (
+                "CASE s.id "
+                + " ".join(f"WHEN {a} THEN {j}" for j, a in enumerate(attempts))
+                + " END"
+            )
+            loaded += clone(
+                conn,
+                sql,
+                "oncefire_attempts",
+                f"s.delivery_id = {p}",
+                [template["id"]],
+                count,
+                shift,
+                {
+                    "id": (f"({p} + g.i * {len(attempts)} + {ordinal})", [next_attempt]),
+                    "delivery_id": delivery_id,
+                    "event_id": event_id,
+                },
+            )
+        next_delivery += count
+        next_attempt += count * len(attempts)
+    return loaded
 
 
 def bulk_load(t: Target, history: int, dead: int) -> None:
-    """Seed the store through oncefire, then clone the seed's rows by the hundred thousand."""
+    """Seed the store through oncefire, then clone the seed's rows inside the database."""
     rows = seed(t)
     now = time.time()
-    loaded = 0
     if t.kind == "sqlite":
         with connect(t) as conn:
             conn.execute("PRAGMA synchronous = OFF")  # set-up only: the rows are the same
             conn.execute("BEGIN")
-            for table, chunk in clones(rows, history, dead, now):
-                if not chunk:
-                    continue
-                names = list(chunk[0])
-                conn.executemany(
-                    f"INSERT INTO {table} ({', '.join(names)})"
-                    f" VALUES ({', '.join('?' * len(names))})",
-                    [tuple(r[n] for n in names) for r in chunk],
-                )
-                loaded += len(chunk)
+            loaded = clone_history(conn, t.kind, rows, history, dead, now)
             conn.execute("COMMIT")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     else:
-        from psycopg.types.json import Jsonb
-
         with connect(t) as conn:
-            for table, chunk in clones(rows, history, dead, now):
-                if not chunk:
-                    continue
-                names = list(chunk[0])
-                with conn.cursor().copy(f"COPY {table} ({', '.join(names)}) FROM STDIN") as cp:
-                    for r in chunk:
-                        cp.write_row(
-                            [Jsonb(r[n]) if isinstance(r[n], dict | list) else r[n] for n in names]
-                        )
-                loaded += len(chunk)
+            with conn.transaction():
+                loaded = clone_history(conn, t.kind, rows, history, dead, now)
             for table in ("oncefire_deliveries", "oncefire_attempts"):
                 conn.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
@@ -353,27 +441,81 @@ def timed_ms(call: Any, repeat: int) -> float:
     return statistics.median(samples)
 
 
-def measure(t: Target, n: int, writes: int, max_seconds: float, fresh: bool) -> dict[str, Any]:
-    """Drain rate, write rate and dead-letter listing times on one store."""
+def added_rows(t: Target, marks: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows added to the loaded store since its watermarks, by table (what
+    remove_added deletes), in the order they can be inserted again."""
+    p = "?" if t.kind == "sqlite" else "%s"
+    where = {
+        "oncefire_documents": (
+            f"path NOT LIKE {p} AND path NOT LIKE {p}",
+            (f"{FINISHED_PREFIX}%", f"{DEAD_PREFIX}%"),
+        ),
+        "oncefire_events": (f"id > {p}", (marks["event"],)),
+        "oncefire_deliveries": (f"id > {p}", (marks["delivery"],)),
+        "oncefire_attempts": (f"id > {p}", (marks["attempt"],)),
+    }
+    with connect(t) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} WHERE {sql}", args).fetchall()
+            for table, (sql, args) in where.items()
+        }
+
+
+def insert_rows(t: Target, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+    """Insert rows read by added_rows() again, as they were (every column)."""
+    with connect(t) as conn:
+        if t.kind == "sqlite":
+            conn.execute("BEGIN")
+            for table, values in rows.items():
+                if values:
+                    marks = ", ".join("?" * len(values[0]))
+                    conn.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
+            conn.execute("COMMIT")
+            return
+        from psycopg.types.json import Jsonb
+
+        with conn.transaction():
+            for table, values in rows.items():
+                with conn.cursor().copy(f"COPY {table} FROM STDIN") as cp:
+                    for row in values:
+                        cp.write_row([Jsonb(v) if isinstance(v, dict | list) else v for v in row])
+
+
+def measure(
+    t: Target,
+    n: int,
+    writes: int,
+    max_seconds: float,
+    fresh: bool,
+    backlog: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Drain rate, write rate and dead-letter listing times on one store.
+
+    On the loaded store the backlog of n events is written through oncefire in the first
+    run, and its rows are kept in `backlog` (with the store's watermarks): later runs insert
+    those same rows again, in a second rather than the 20 s the writes take on PostgreSQL."""
     if fresh:
         result = drain_only(t, "noop", n, max_seconds)
     else:
-        app = workload.build(t.url, "noop")
-        prefill(app, n)
-        app.close()
-        backlog = Backlog(t, "noop")
-        try:
-            with workers(t, "noop"):
-                result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
-        finally:
-            backlog.close()
+        assert backlog is not None
+        with phase(f"the backlog of {n:,} in place"):
+            if "rows" in backlog:
+                insert_rows(t, backlog["rows"])
+            else:
+                app = workload.build(t.url, "noop")
+                prefill(app, n)
+                app.close()
+                backlog["rows"] = added_rows(t, backlog["marks"])
+        result = drain_backlog(t, "noop", n, max_seconds)
     app = workload.build(t.url, "noop")
     try:
-        written, seconds = write_each(app, writes, "w", max_seconds)
-        lists = timed_ms(lambda: app.dead_letters.list(), LIST_CALLS)
-        by_function = timed_ms(lambda: app.dead_letters.list(function="poison"), LIST_CALLS)
-        counted = timed_ms(lambda: app.dead_letters.count(), 3)
-        stats = timed_ms(lambda: app.stats(), 1)
+        with phase(f"{writes:,} writes"):
+            written, seconds = write_each(app, writes, "w", max_seconds)
+        with phase("dead-letter listing, count and stats"):
+            lists = timed_ms(lambda: app.dead_letters.list(), LIST_CALLS)
+            by_function = timed_ms(lambda: app.dead_letters.list(function="poison"), LIST_CALLS)
+            counted = timed_ms(lambda: app.dead_letters.count(), 3)
+            stats = timed_ms(lambda: app.stats(), 1)
     finally:
         app.close()
     return {
@@ -405,14 +547,16 @@ def main() -> None:
     empty_t = target(args.store)
     empty: list[dict[str, Any]] = []
     loaded: list[dict[str, Any]] = []
+    kept_backlog: dict[str, Any] = {"marks": marks}
     for run in range(args.runs):
         log(f"growth on {live.label}, run {run + 1}/{args.runs}: {args.n:,} events")
         empty.append(measure(empty_t, args.n, args.writes, args.max_seconds, fresh=True))
         describe_run("empty store drain", empty[-1]["drain"])
         try:
-            loaded.append(measure(live, args.n, args.writes, args.max_seconds, fresh=False))
+            loaded.append(measure(live, args.n, args.writes, args.max_seconds, False, kept_backlog))
         finally:
-            remove_added(live, marks)
+            with phase("remove what the run added"):
+                remove_added(live, marks)
         describe_run("loaded store drain", loaded[-1]["drain"])
         log(
             f"  dead_letters.list(): {empty[-1]['list_ms']:.2f} ms empty,"

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import workload
-from benchlib import common_args, log, summarize, wait_until, write_json
+from benchlib import common_args, log, phase, summarize, wait_until, write_json
 from harness import Backlog, Target, describe_run, reset, target, workers
 
 MAX_ATTEMPTS = workload.POISON_POLICY.max_attempts
@@ -27,9 +27,10 @@ def one_run(t: Target, n: int, max_seconds: float) -> dict[str, Any]:
     backlog = Backlog(t, "poison")
     try:
         with workers(t, "poison"):
-            col.document("warmup").set({"warm": True})
-            wait_until(lambda: backlog() == 0, 120, "the warm-up poison event to die")
-            with app.db.transaction() as tx:
+            with phase("start workers, a warm-up event to its dead letter"):
+                col.document("warmup").set({"warm": True})
+                wait_until(lambda: backlog() == 0, 120, "the warm-up poison event to die")
+            with phase(f"write {n:,} documents in one transaction"), app.db.transaction() as tx:
                 for i in range(n):
                     tx.set(col.document(f"p{i}"), {"n": i})
             t0 = time.monotonic()

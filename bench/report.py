@@ -673,13 +673,44 @@ def method(page: Page, facts: dict[str, Any]) -> None:
         "- The peers run from `bench/.venv-peers` (made by `bench/run_all` with "
         "`python -m venv` and pip, pinned in `bench/peers/requirements.txt`), never as "
         "dependencies of oncefire.",
-        "- Databases: `oncefire_bench`, `procrastinate_bench`, `oncefire_growth_bench` on the "
-        "loopback PostgreSQL; Redis db 13 (flushed before each run); SQLite files under "
-        "`bench/.work/`. Only loopback addresses are used.",
+        "- Databases: `oncefire_bench`, `procrastinate_bench`, `oncefire_growth_bench` and the "
+        "backlog templates `oncefire_backlog_*_bench` on the loopback PostgreSQL; Redis db 13 "
+        "(flushed before each run); SQLite files under `bench/.work/`. Only loopback "
+        "addresses are used.",
+        "- A drain-only backlog is written once a sitting through oncefire's own write path "
+        "into a template store, and every run drains a copy of it (SQLite: a copy of the "
+        "file; PostgreSQL: CREATE DATABASE ... TEMPLATE, the template analysed first). The "
+        "growth history is made by the database itself (INSERT ... SELECT over a series) from "
+        "a success and a dead letter run through oncefire, built once and kept while the "
+        "schema and sizes stay; the backlog on the loaded store is written through oncefire "
+        "in the first run and its rows inserted again in the later ones. The peers' workers "
+        "get 2 s to stop after SIGTERM once their measurement is over.",
         "- Every measurement is bounded in time: drains stop after "
         f"{facts['sizes']['max_seconds']:g} s and the poison storm after "
         f"{facts['sizes']['poison_seconds']:g} s; a cut-short figure ({CAPPED}) is the rate "
         "over what finished.",
         "- Sizes: " + ", ".join(f"{k} {v:,}" for k, v in facts["sizes"].items()) + ".",
-        "",
     )
+    spent = scenario_times(page.r)
+    if spent:
+        page.add(
+            f"- Where the sitting's {page.r.get('wall_seconds', 0) / 60:.1f} minutes went, "
+            "set-up included (seconds): " + ", ".join(f"{k} {v:.0f}" for k, v in spent) + "."
+        )
+    page.add("")
+
+
+def scenario_times(r: dict[str, Any]) -> list[tuple[str, float]]:
+    """(scenario, wall seconds) of every scenario process of a sitting, in the order run."""
+    out = []
+    for bucket, prefix in (("oncefire", ""), ("peers", "peer-"), ("profile", "")):
+        entries = r.get(bucket) or {}
+        items = (
+            entries.items()
+            if isinstance(entries, dict)
+            else ((f"profile-{p.get('store', i)}", p) for i, p in enumerate(entries))
+        )
+        for name, result in items:
+            if isinstance(result, dict) and result.get("wall_seconds") is not None:
+                out.append((f"{prefix}{name}", float(result["wall_seconds"])))
+    return out

@@ -1,7 +1,12 @@
 """bench/run_all: every scenario, oncefire and its peers, into RESULTS.md and results.json.
 
-    bench/run_all                 # default sizes, 3 runs, with the peers (a few minutes)
-    bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs)
+    bench/run_all                 # default sizes, 3 runs, with the peers (about 17 minutes)
+    bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs; 1 minute)
+
+The default sitting took about 17 minutes on the shared 2-core machine (November 2026),
+nearly all of it measured time (the poison storms alone about 3); building the growth
+history adds about 1 minute the first time (it is kept while the schema and sizes stay).
+Each scenario's wall time is logged and listed in RESULTS.md.
     bench/run_all --runs 5 --no-peers --only throughput,latency
 
 The peers are installed into bench/.venv-peers (python -m venv, then pip) on first use.
@@ -111,10 +116,18 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+SITTING = f"{os.getpid()}-{time.time_ns()}"
+
+
 def env() -> dict[str, str]:
-    """Scenario processes import this checkout's oncefire and the bench modules."""
+    """Scenario processes import this checkout's oncefire and the bench modules; they share
+    what is built once a sitting (harness.backlog_store)."""
     paths = [str(SRC), str(BENCH), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in paths if p),
+        "BENCH_SITTING": SITTING,
+    }
 
 
 def run_script(
@@ -151,7 +164,11 @@ def run_script(
         process.wait()
         return {"error": f"timed out after {timeout:.0f} s", "tail": list(tail)}
     if code != 0 or not out.exists():
-        return {"error": f"exit status {code}", "tail": list(tail)}
+        return {
+            "error": f"exit status {code}",
+            "tail": list(tail),
+            "wall_seconds": time.monotonic() - started,
+        }
     result: dict[str, Any] = json.loads(out.read_text())
     result["wall_seconds"] = time.monotonic() - started
     return result
@@ -422,11 +439,17 @@ def main() -> int:
         if "error" in result:
             failed.append(name)
             log(f"== {name} FAILED: {result['error']}")
+        else:
+            log(f"== {name} took {result['wall_seconds']:.0f} s")
         bucket = results["peers"] if name.startswith("peer-") else results["oncefire"]
         bucket[name.removeprefix("peer-")] = result
     if args.profile:
         results["profile"] = profile_gap(results, measured)
     results["wall_seconds"] = time.monotonic() - started
+    from report import scenario_times
+
+    for name, seconds in scenario_times(results):
+        log(f"  {name:<24} {seconds:6.0f} s")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out.with_name("results.json" if not args.quick else "results-quick.json"), results)

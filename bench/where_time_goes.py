@@ -23,9 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import workload
 from benchlib import BENCH, WORK, log, write_json
-from harness import Backlog, prefill, reset, target, workers
+from harness import Backlog, backlog_store, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 IDLE_CALLS = (".get(timeout", ".wait(", "sleep(", "select(", ".poll(")
@@ -158,10 +157,7 @@ def main() -> None:
     if spy is None:
         sys.exit("py-spy is not installed: bench/run_all installs it in bench/.venv-peers")
     t = target(args.store)
-    reset(t)
-    app = workload.build(t.url, args.function)
-    prefill(app, args.n)
-    app.close()
+    backlog_store(t, args.function, args.n)  # the throughput scenario's backlog, copied
     WORK.mkdir(parents=True, exist_ok=True)
     out = WORK / f"profile-{args.store}-{args.function}.speedscope.json"
     backlog = Backlog(t, args.function)

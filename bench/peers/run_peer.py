@@ -33,6 +33,7 @@ from benchlib import (  # noqa: E402
     log,
     measure_latency,
     pg_url,
+    phase,
     running,
     summarize,
     time_drain,
@@ -41,6 +42,11 @@ from benchlib import (  # noqa: E402
 )
 
 PROCESSES = 2
+# Seconds a peer's workers get to stop after SIGTERM before SIGKILL. They are stopped only
+# once their measurement is over, and the queue is reset before the next one, so a slow
+# graceful shutdown (Celery's warm shutdown with a backlog left took the whole 20 s) only
+# wastes time.
+STOP_GRACE = 2.0
 THREADS = 8  # per process, for the peers that run threads (oncefire's default too)
 
 
@@ -87,7 +93,7 @@ def _all_running(
         return
     env = {"PYTHONPATH": f"{PEERS}:{PEERS.parent}", **extra}
     with (
-        running(commands[0], env=env, log_path=logs[0]),
+        running(commands[0], env=env, log_path=logs[0], grace=STOP_GRACE),
         _all_running(commands[1:], logs[1:], extra),
     ):
         yield
@@ -269,10 +275,11 @@ PEER_TYPES: dict[str, type[Peer]] = {
 
 
 def drain_only(peer: Peer, n: int, max_seconds: float) -> dict[str, Any]:
-    peer.reset()
-    peer.enqueue_noop(n, bulk=True)
-    wait_until(lambda: peer.backlog() >= n, 30, "the enqueued jobs to show")
-    with peer.workers("drain"):
+    with phase(f"reset and enqueue {n:,} jobs"):
+        peer.reset()
+        peer.enqueue_noop(n, bulk=True)
+        wait_until(lambda: peer.backlog() >= n, 30, "the enqueued jobs to show")
+    with phase("start workers, drain, stop workers"), peer.workers("drain"):
         return time_drain(peer.backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
 
 
@@ -294,7 +301,7 @@ def latency(peer: Peer, count: int, warmup: int) -> dict[str, Any]:
     peer.reset()
     probe = LatencyProbe()
     try:
-        with peer.workers("latency", probe.env):
+        with phase("latency, workers started and stopped"), peer.workers("latency", probe.env):
             # Workers are up once a first job has run.
             peer.enqueue_latency("ready")
             if probe.wait_for("ready", timeout=60) is None:
