@@ -4,10 +4,10 @@ Four functions, each drained from a backlog of N events by 2 worker processes (a
 throughput scenario): `noop` and `@idempotent noop`; a transaction writing one document,
 and the same write under `if tx.claim(event.id)`. Cost per event = drain seconds / events;
 a helper's overhead is the difference to its base line. The statements per event are also
-counted in an in-process drain of 200 events (SQLite: a trace callback on every connection,
-which also counts commits, a write outside BEGIN ... COMMIT being one; PostgreSQL: every
-statement psycopg sends, one round trip each), which is what "one extra statement round
-trip" is about.
+counted in an in-process drain of 200 events, one at a time (SQLite: a trace callback on
+every connection, which also counts commits, a write outside BEGIN ... COMMIT being one;
+PostgreSQL: every statement psycopg sends, one round trip each), which is what "one extra
+statement round trip" is about.
 
     python bench/idempotency_overhead.py --store sqlite --n 3000 --runs 3
 """
@@ -22,6 +22,8 @@ from typing import Any
 import workload
 from benchlib import common_args, log, summarize, write_json
 from harness import drain_only, prefill, reset, target
+
+from oncefire.worker import Worker
 
 VARIANTS = ("noop", "idempotent", "write", "write_claim")
 PAIRS = {"idempotent": "noop", "write_claim": "write"}
@@ -108,7 +110,13 @@ def count_statements(store: str, function: str, events: int) -> dict[str, float]
         app = workload.build(t.url, function)
         prefill(app, events)
         counter.counts.clear()
-        summary = app.drain()
+        # One attempt at a time: threads racing for SQLite's write lock would add the BEGINs
+        # they retry to the count, a figure of contention rather than of the helper.
+        worker = Worker(app, concurrency=1)
+        try:
+            summary = worker.drain()
+        finally:
+            worker.shutdown()
         app.close()
     finally:
         counter.uninstall()

@@ -1,12 +1,15 @@
-"""Where the time goes: py-spy on the worker processes during a drain, summarised.
+"""Where the time goes: py-spy on a drain's worker processes, or on a writer, summarised.
 
-Starts `oncefire worker --processes 2` on a backlog of N no-op events (the throughput
-scenario's drain), records every thread of both worker processes with py-spy (idle threads
-included, so time spent waiting for a lock shows), and writes the speedscope profile (open
-it at speedscope.app) with a summary: each worker thread's time by store operation and by
-phase (waiting for SQLite's write lock, commit, other statements, the function, Python).
+--what drain (the default) starts `oncefire worker --processes 2` on a backlog of N no-op
+events (the throughput scenario's drain) and records every thread of both worker processes;
+--what write records one process writing documents one transaction each with one trigger
+registered (the write-path scenario). Idle threads are included, so time spent waiting for a
+lock or for the server shows. It writes the speedscope profile (open it at speedscope.app)
+with a summary: each thread's time by store operation and by phase (waiting for SQLite's
+write lock, commit, other statements, PostgreSQL round trips, the function, Python).
 
     python bench/where_time_goes.py --store sqlite --seconds 10 --json summary.json
+    python bench/where_time_goes.py --what write --store postgres --json summary.json
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchlib import BENCH, WORK, log, write_json
-from harness import Backlog, backlog_store, target, workers
+import workload
+from benchlib import BENCH, SRC, WORK, log, write_json
+from harness import Backlog, backlog_store, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 IDLE_CALLS = (".get(timeout", ".wait(", "sleep(", "select(", ".poll(")
@@ -78,8 +82,33 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
     return operation, "other Python (stdlib, driver)"
 
 
-def thread_group(profile_name: str) -> str:
-    """Which of a worker process's threads a speedscope profile is: its loop or an attempt."""
+# The writer that --what write profiles: `set` of one document a transaction, until told.
+WRITER = """
+import sys, time
+import workload
+from harness import DOC
+app = workload.build(sys.argv[1], "noop")
+col = app.db.collection("bench")
+col.document("warm").set(DOC)
+deadline = time.monotonic() + float(sys.argv[2])
+n = 0
+while time.monotonic() < deadline:
+    col.document(f"profiled-{n}").set(DOC)
+    n += 1
+with open(sys.argv[3], "w") as out:
+    out.write(str(n))
+"""
+
+
+WRITER_GROUP = "the writer (one document write a transaction)"
+
+
+def thread_group(profile_name: str, what: str = "drain") -> str:
+    """Which thread a speedscope profile is: a worker's loop or attempt thread, or the writer."""
+    if what == "write":
+        # The writer's own thread; the store's helper threads (its pool) are named oncefire-*.
+        is_helper = '"oncefire' in profile_name
+        return "other threads" if is_helper else WRITER_GROUP
     if "oncefire-attempt" in profile_name:
         return "attempt threads (run the functions)"
     if '"MainThread"' in profile_name:
@@ -87,8 +116,8 @@ def thread_group(profile_name: str) -> str:
     return "other threads"
 
 
-def summarize_profile(path: Path) -> dict[str, Any]:
-    """Samples of the worker processes' threads grouped by thread, operation and phase."""
+def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
+    """Samples of the profiled threads grouped by thread, operation and phase."""
     data = json.loads(path.read_text())
     frames = data["shared"]["frames"]
     by_phase: Counter[str] = Counter()
@@ -100,11 +129,14 @@ def summarize_profile(path: Path) -> dict[str, Any]:
     for profile in data["profiles"]:
         if "oncefire-parent" in profile.get("name", ""):
             continue  # a watchdog thread that only sleeps
-        group = by_group.setdefault(thread_group(profile.get("name", "")), Counter())
+        group = by_group.setdefault(thread_group(profile.get("name", ""), what), Counter())
         for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
             chain = [frames[i] for i in stack]
-            if not any("oncefire.supervisor" in (f.get("name") or "") for f in chain[:3]):
+            is_worker = any("oncefire.supervisor" in (f.get("name") or "") for f in chain[:3])
+            if what == "drain" and not is_worker:
                 continue  # the supervisor process itself only sleeps: the workers are its children
+            if what == "write" and group is not by_group.get(WRITER_GROUP):
+                continue  # the pool's and the listener's threads only wait
             chain = [f for f in chain if not (f.get("name") or "").startswith("process ")]
             if not chain:
                 continue
@@ -146,6 +178,7 @@ def summarize_profile(path: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--what", choices=["drain", "write"], default="drain")
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--function", default="noop")
     parser.add_argument("--n", type=int, default=20_000)
@@ -157,6 +190,9 @@ def main() -> None:
     if spy is None:
         sys.exit("py-spy is not installed: bench/run_all installs it in bench/.venv-peers")
     t = target(args.store)
+    if args.what == "write":
+        write_json(args.json, profile_writes(spy, t, args.seconds, args.rate))
+        return
     backlog_store(t, args.function, args.n)  # the throughput scenario's backlog, copied
     WORK.mkdir(parents=True, exist_ok=True)
     out = WORK / f"profile-{args.store}-{args.function}.speedscope.json"
@@ -199,6 +235,7 @@ def main() -> None:
     summary = summarize_profile(out)
     summary.update(
         {
+            "what": "drain",
             "store": args.store,
             "function": args.function,
             "seconds": seconds,
@@ -214,6 +251,45 @@ def main() -> None:
         f" events/s under the profiler, {out}"
     )
     write_json(args.json, summary)
+
+
+def profile_writes(spy: str, t: Any, seconds: float, rate: int) -> dict[str, Any]:
+    """py-spy on one process writing documents (one trigger registered) for `seconds`."""
+    reset(t)
+    workload.build(t.url, "noop").close()  # the schema and the trigger, before timing
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / f"profile-{t.kind}-write.speedscope.json"
+    count = WORK / "profile-writes.txt"
+    command = [sys.executable, "-c", WRITER, t.url, str(seconds), str(count)]
+    record = [spy, "record", "--idle", "--full-filenames", "--rate", str(rate), "--format"]
+    paths = [str(SRC), str(BENCH), os.environ.get("PYTHONPATH", "")]
+    subprocess.run(
+        [*record, "speedscope", "--output", str(out), "--", *command],
+        check=True,
+        capture_output=True,
+        timeout=seconds + 60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
+    )
+    writes = int(count.read_text())
+    summary = summarize_profile(out, "write")
+    summary.update(
+        {
+            "what": "write",
+            "store": t.kind,
+            "function": "noop",
+            "seconds": seconds,
+            "writes_during_profile": writes,
+            "writes_per_second_under_profiler": writes / seconds,
+            "profile_file": os.path.relpath(out, BENCH.parent),
+            "command": f"py-spy record --idle --rate {rate} --format speedscope -- "
+            "python <one doc.set a transaction>",
+        }
+    )
+    log(
+        f"profile of {t.label} document writes: {summary['writes_per_second_under_profiler']:,.0f}"
+        f" writes/s under the profiler, {out}"
+    )
+    return summary
 
 
 if __name__ == "__main__":
