@@ -115,9 +115,9 @@ def header(page: Page, facts: dict[str, Any]) -> None:
         "Rerun with `bench/run_all` (`--quick` for a smoke run, `--help` for options).",
         "",
         f"Machine: {m.get('cpu', '?')}, {m.get('cores')} cores, {m.get('memory_gib', '?')} GiB, "
-        f"{m.get('platform')}; Python {m.get('python')}. **A shared 2-core machine**: other "
-        "work (test suites of other developers) ran beside these benchmarks, load average "
-        f"{', '.join(str(x) for x in facts['load_average_at_start'])} at the start; the "
+        f"{m.get('platform')}; Python {m.get('python')}. **A shared virtual machine**: other "
+        "work may run beside the benchmarks (load average "
+        f"{', '.join(str(x) for x in facts['load_average_at_start'])} at the start); the "
         f"medians of several runs damp that, the min{DASH}max ranges show it.",
         "",
         f"oncefire at commit `{facts['oncefire_commit']}`"
