@@ -1,13 +1,13 @@
 """bench/run_all: every scenario, oncefire and its peers, into RESULTS.md and results.json.
 
-    bench/run_all                 # default sizes, 3 runs, with the peers (about 17 minutes)
+    bench/run_all                 # default sizes, 3 runs, with the peers (about 11 minutes)
     bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs; 1 minute)
+    bench/run_all --runs 5 --no-peers --only throughput,latency
 
-The default sitting took about 17 minutes on the shared 2-core machine (November 2026),
-nearly all of it measured time (the poison storms alone about 3); building the growth
+The default sitting took 10.8 minutes on the 2-core machine (November 2026), nearly all of
+it measured time (the peers about 4.4 of it, the poison storms 1.7); building the growth
 history adds about 1 minute the first time (it is kept while the schema and sizes stay).
 Each scenario's wall time is logged and listed in RESULTS.md.
-    bench/run_all --runs 5 --no-peers --only throughput,latency
 
 The peers are installed into bench/.venv-peers (python -m venv, then pip) on first use.
 Benchmarks use their own databases (oncefire_bench, procrastinate_bench,
