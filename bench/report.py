@@ -204,7 +204,7 @@ def goals(page: Page) -> None:
             [
                 f"{LABEL[store]} slowdown with the large history",
                 "≤ 10 %",
-                f"{slow:+.0%}" if slow is not None else DASH,
+                DASH if slow is None else f"{slow:+.0%}" + (" (faster)" if slow < 0 else ""),
                 met(None if slow is None else slow <= GOAL_SLOWDOWN),
             ]
         )
