@@ -10,7 +10,7 @@ from collections.abc import Callable
 from oncefire import App
 from oncefire.events import Event
 from oncefire.stores import migrations
-from oncefire.stores.base import AttemptResult
+from oncefire.stores.base import AttemptResult, Claimed
 from oncefire.testing import TestClock
 
 
@@ -22,7 +22,9 @@ def attempt_rows(app: App, event_id: str) -> int:
         return int(conn.execute(query, (event_id,)).fetchone()[0])
 
 
-def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> None:
+def publish_and_claim(app: App) -> tuple[str, Claimed]:
+    """One message to function f, claimed by worker w1."""
+
     @app.on_message("t")
     def f(event: Event) -> None:
         pass
@@ -32,6 +34,12 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
     [claimed] = app.store.claim(
         worker="w1", now=now, lease_until=now + 30, limit=5, functions=["f"], caps={}
     )
+    return event_id, claimed
+
+
+def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> None:
+    event_id, claimed = publish_and_claim(app)
+    now = claimed.started_at
     assert attempt_rows(app, event_id) == 0
     [running] = app.store.attempts(event_id)
     assert (running["number"], running["worker"], running["outcome"]) == (1, "w1", None)
@@ -45,15 +53,7 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
 
 
 def test_a_released_delivery_leaves_no_attempt_behind(app: App) -> None:
-    @app.on_message("t")
-    def f(event: Event) -> None:
-        pass
-
-    event_id = app.publish("t", {})
-    now = app.clock.now()
-    [claimed] = app.store.claim(
-        worker="w1", now=now, lease_until=now + 30, limit=5, functions=["f"], caps={}
-    )
+    event_id, claimed = publish_and_claim(app)
     assert app.store.release([claimed.lease]) == 1
     assert app.store.attempts(event_id) == []
     assert app.store.delivery_states(event_id) == [("f", "pending", 0)]

@@ -64,6 +64,18 @@ _ATTEMPT_OF_D = (
 )
 
 
+def _ending(lease: Lease, result: AttemptResult) -> dict[str, Any]:
+    """The parameters of a statement that ends a delivery under lease and writes its attempt."""
+    return {
+        "id": lease.delivery_id,
+        "token": lease.token,
+        "finished_at": result.finished_at,
+        "started_at": result.started_at,
+        "outcome": result.outcome,
+        "error": result.error,
+    }
+
+
 class PostgresStore:
     """oncefire's state in a PostgreSQL database, shared by workers on many machines."""
 
@@ -267,16 +279,7 @@ class PostgresStore:
             " lease_until = NULL WHERE id = %(id)s AND state = 'running'"
             f" AND lease_token = %(token)s RETURNING {_ENDED}),"
             f" a AS ({_WRITE_ATTEMPT} SELECT {_ATTEMPT_OF_D} FROM d){also} {then}",
-            {
-                **args,
-                "id": lease.delivery_id,
-                "token": lease.token,
-                "finished_at": result.finished_at,
-                "started_at": result.started_at,
-                "outcome": result.outcome,
-                "error": result.error,
-                "channel": CHANNEL,
-            },
+            {**args, **_ending(lease, result), "channel": CHANNEL},
         )
         return len(rows) == 1
 
@@ -297,7 +300,7 @@ class PostgresStore:
             " d AS (UPDATE oncefire_deliveries o SET state = 'succeeded', error = NULL,"
             " lease_token = NULL, lease_until = NULL FROM x WHERE o.id = x.id"
             " AND o.lease_token = x.token"
-            f" RETURNING o.id, {', '.join('o.' + c for c in _ENDED.split(', ')[1:])},"
+            " RETURNING o.id, o.event_id, o.function, o.attempt, o.worker, o.claimed_at,"
             " x.finished_at, x.started_at),"
             f" a AS ({_WRITE_ATTEMPT} SELECT id, event_id, function, attempt, worker,"
             " COALESCE(started_at, claimed_at, finished_at), finished_at, 'succeeded', NULL"
@@ -349,14 +352,7 @@ class PostgresStore:
                 " lease_token = NULL, lease_until = NULL WHERE id = %(id)s AND state = 'running'"
                 f" AND lease_token = %(token)s RETURNING {_ENDED})"
                 f" {_WRITE_ATTEMPT} SELECT {_ATTEMPT_OF_D} FROM d",
-                {
-                    "id": lease.delivery_id,
-                    "token": lease.token,
-                    "finished_at": result.finished_at,
-                    "started_at": result.started_at,
-                    "outcome": result.outcome,
-                    "error": result.error,
-                },
+                _ending(lease, result),
             )
             if done.rowcount != 1:
                 return False
