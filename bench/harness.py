@@ -23,12 +23,8 @@ from benchlib import (
     SRC,
     WORK,
     ensure_database,
-    log,
     pg_url,
-    phase,
     running,
-    time_drain,
-    wait_until,
 )
 
 from oncefire import App
@@ -114,10 +110,15 @@ class Backlog:
         "SELECT (SELECT count(*) FROM oncefire_deliveries WHERE state = 'pending')"
         " + (SELECT count(*) FROM oncefire_deliveries WHERE state = 'running')"
     )
+    EXISTS = (
+        "SELECT EXISTS (SELECT 1 FROM oncefire_deliveries WHERE state = 'pending')"
+        " OR EXISTS (SELECT 1 FROM oncefire_deliveries WHERE state = 'running')"
+    )
 
     def __init__(self, t: Target, function: str) -> None:
         self.target = t
         self.function = function
+        self.queries = 0  # each one a transaction of its own (autocommit)
         self._conn: Any
         if t.kind == "sqlite":
             self._conn = sqlite3.connect(str(t.path), timeout=30)
@@ -127,12 +128,24 @@ class Backlog:
             self._conn = psycopg.connect(t.url, autocommit=True)
 
     def __call__(self) -> int:
+        self.queries += 1
         return int(self._conn.execute(self.SQL).fetchone()[0])
+
+    def has_work(self) -> bool:
+        """Whether any delivery is still pending or running: the first entry of a partial
+        index (sequential scans off, which would read the settled rows first)."""
+        self.queries += 1
+        if self.target.kind == "sqlite":
+            return bool(self._conn.execute(self.EXISTS).fetchone()[0])
+        with self._conn.transaction():
+            self._conn.execute("SET LOCAL enable_seqscan = off")
+            return bool(self._conn.execute(self.EXISTS).fetchone()[0])
 
     def count(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
         """One value from a query of the store (for checks after a run)."""
         if self.target.kind == "postgres":
             sql = sql.replace("?", "%s")
+        self.queries += 1
         return self._conn.execute(sql, args).fetchone()[0]
 
     def close(self) -> None:
@@ -172,13 +185,16 @@ def workers(
     *,
     extra_env: dict[str, str] | None = None,
     processes: int = WORKER_PROCESSES,
+    first_path: str = "",
 ) -> Iterator[Any]:
-    """oncefire worker processes serving the benchmark function, stopped (SIGTERM) on exit."""
+    """oncefire worker processes serving the benchmark function, stopped (SIGTERM) on exit
+    (`first_path` goes first on their PYTHONPATH)."""
     WORK.mkdir(parents=True, exist_ok=True)
     log_path = WORK / f"workers-{t.kind}-{function}.log"
-    with running(
-        worker_command(t, processes), env=worker_env(function, extra_env), log_path=log_path
-    ) as process:
+    env = worker_env(function, extra_env)
+    if first_path:
+        env["PYTHONPATH"] = os.pathsep.join((first_path, env["PYTHONPATH"]))
+    with running(worker_command(t, processes), env=env, log_path=log_path) as process:
         yield process
 
 
@@ -284,60 +300,8 @@ def write_backlog(t: Target, function: str, n: int) -> None:
         app.close()
 
 
-def drain_only(t: Target, function: str, n: int, max_seconds: float) -> dict[str, Any]:
-    """A backlog of n events with no worker running; start 2 worker processes, time the drain."""
-    with phase(f"the backlog of {n:,} in place"):
-        backlog_store(t, function, n)
-    return drain_backlog(t, function, n, max_seconds)
-
-
-def drain_backlog(t: Target, function: str, n: int, max_seconds: float) -> dict[str, Any]:
-    """Start 2 worker processes on a backlog of n events; time its drain; stop them."""
-    backlog = Backlog(t, function)
-    try:
-        with phase("start workers, drain, stop workers"), workers(t, function):
-            result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
-    finally:
-        backlog.close()
-    return result
-
-
-def end_to_end(
-    t: Target, function: str, n: int, max_seconds: float, warmup: int = 200
-) -> dict[str, Any]:
-    """Warm workers; one producer writes n documents one by one; time until all ran."""
-    reset(t)
-    app = workload.build(t.url, function)
-    app.store  # noqa: B018 - create the schema before the workers start
-    backlog = Backlog(t, function)
-    try:
-        with workers(t, function):
-            warmup = min(warmup, max(1, n // 2))
-            prefill(app, warmup, prefix="w")
-            wait_until(lambda: backlog() == 0, 120, "the warm-up events to drain")
-            time.sleep(0.3)
-            t0 = time.monotonic()
-            written, write_seconds = write_each(app, n, "e", max_seconds)
-            result = time_drain(backlog, written, warmup=0, max_seconds=max_seconds, started=t0)
-    finally:
-        backlog.close()
-        app.close()
-    result["written"] = written
-    result["write_rate"] = written / write_seconds
-    result["capped"] = result["capped"] or written < n
-    return result
-
-
 def copy_store(source: Path, dest: Path) -> None:
     """Copy a SQLite store file (the database must be checkpointed: no -wal beside it)."""
     for suffix in ("-wal", "-shm"):
         Path(f"{dest}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(source, dest)
-
-
-def describe_run(label: str, result: dict[str, Any]) -> None:
-    """One progress line for a measured run."""
-    rate = result.get("rate")
-    shown = f"{rate:,.0f}/s" if rate else "n/a"
-    capped = " (cut short)" if result.get("capped") else ""
-    log(f"  {label}: {shown}{capped}")

@@ -21,7 +21,8 @@ from typing import Any
 
 import workload
 from benchlib import common_args, log, summarize, write_json
-from harness import drain_only, prefill, reset, target
+from drain import drain_only
+from harness import prefill, reset, target
 
 from oncefire.worker import Worker
 
@@ -52,7 +53,7 @@ class StatementCounter:
         original = self._connect
 
         def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-            conn = original(*args, **kwargs)
+            conn: sqlite3.Connection = original(*args, **kwargs)
             conn.set_trace_callback(lambda sql: self._trace(conn, sql))
             return conn
 
@@ -112,7 +113,7 @@ def count_statements(store: str, function: str, events: int) -> dict[str, float]
         counter.counts.clear()
         # One attempt at a time: threads racing for SQLite's write lock would add the BEGINs
         # they retry to the count, a figure of contention rather than of the helper.
-        worker = Worker(app, concurrency=1)
+        worker = Worker(app.runtime, concurrency=1)
         try:
             summary = worker.drain()
         finally:

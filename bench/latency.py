@@ -17,6 +17,8 @@ import workload
 from benchlib import LatencyProbe, common_args, log, measure_latency, summarize, write_json
 from harness import DOC, reset, target, workers
 
+from oncefire.documents import CollectionReference
+
 
 def main() -> None:
     parser = common_args(__doc__ or "")
@@ -36,8 +38,12 @@ def main() -> None:
                 col.document("ready").set(DOC)
                 if probe.wait_for("ready", timeout=60) is None:
                     raise TimeoutError("the oncefire workers did not start within 60 s")
+
+                def submit(key: str, col: CollectionReference = col) -> None:
+                    col.document(key).set(DOC)
+
                 result = measure_latency(
-                    lambda key, col=col: col.document(key).set(DOC),
+                    submit,
                     probe,
                     count=args.writes,
                     warmup=20,

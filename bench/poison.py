@@ -15,7 +15,8 @@ from typing import Any
 
 import workload
 from benchlib import common_args, log, phase, summarize, wait_until, write_json
-from harness import Backlog, Target, describe_run, reset, target, workers
+from drain import describe_run
+from harness import Backlog, Target, reset, target, workers
 
 MAX_ATTEMPTS = workload.POISON_POLICY.max_attempts
 

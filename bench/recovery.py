@@ -59,9 +59,10 @@ class Workers:
             )
         self.app = App(url)
         wait("workers serving", lambda: self.log.read_text().count(" serving ") >= processes, 60)
-        self.settings = Settings(
-            **{k.removeprefix("ONCEFIRE_").lower(): float(v) for k, v in env.items()}
-        )
+        overrides: dict[str, Any] = {
+            k.removeprefix("ONCEFIRE_").lower(): float(v) for k, v in env.items()
+        }
+        self.settings = Settings(**overrides)
 
     def children(self) -> list[int]:
         out = subprocess.run(

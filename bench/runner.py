@@ -1,19 +1,33 @@
 """bench/run_all: every scenario, oncefire and its peers, into RESULTS.md and results.json.
 
-    bench/run_all                 # default sizes, 3 runs, with the peers (about 11 minutes)
-    bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs; 1 minute)
+    bench/run_all                 # the full sitting: 3 runs each, with the peers
+    bench/run_all --quick         # smoke sizes, 1 run, oncefire only (what CI runs)
     bench/run_all --runs 5 --no-peers --only throughput,latency
+    bench/run_all --render        # RESULTS.md again from results.json, nothing measured
 
-The default sitting took 10.8 minutes on the 2-core machine (November 2026), nearly all of
-it measured time (the peers about 4.4 of it, the poison storms 1.7); building the growth
-history adds about 1 minute the first time (it is kept while the schema and sizes stay).
-Each scenario's wall time is logged and listed in RESULTS.md.
+The full sitting should take about 30 minutes on the 2-core machine when it is otherwise
+idle (an estimate from its parts, not yet a measured sitting): oncefire's throughput about 9
+(its drains are timed over a fixed 10 s window, each from a backlog sized to outlast it,
+written once a sitting: 400,000 events on SQLite, 250,000 on PostgreSQL, about 3 minutes of
+writing on PostgreSQL), the peers about 12 (six of them, 3 runs each: Procrastinate, Celery
+in two set-ups, Dramatiq, Huey, RQ), the other scenarios about 6. Building the growth
+history adds about 1 minute the first time (it is kept while the schema and sizes stay),
+installing the peers a few minutes the first time. Each scenario's wall time is logged and
+listed in RESULTS.md. The smoke run takes 1 to 2 minutes.
 
-The peers are installed into bench/.venv-peers (python -m venv, then pip) on first use.
-Benchmarks use their own databases (oncefire_bench, procrastinate_bench,
-oncefire_growth_bench) and Redis db 13; nothing else is touched. Every scenario runs as its
-own process and is bounded in time; one that fails is reported as failed, the rest go on,
-and the exit status is 1.
+The writers' scenarios (bench/writers_plan.py): write_path also measures the same rows by
+plain SQL and the b-trees each write touches; many_writers (8 producer processes against
+their raw commits) and flowing (producers with the workers running, then paced at half
+that rate for latency) add about 2 minutes a store to the full sitting (an estimate). The
+smoke run measures them on SQLite only, at small sizes.
+
+Every system gets 16 execution slots; commits per event are counted for each one (see
+RESULTS.md, section 1). The peers are installed into bench/.venv-peers (python -m venv,
+then pip, pinned in bench/peers/requirements.txt) on first use. Benchmarks use their own
+databases (oncefire_bench, procrastinate_bench, oncefire_growth_bench and the backlog
+templates, each with BENCH_DB_SUFFIX appended), Redis db 13 and files under bench/.work;
+nothing else is touched. Every scenario runs as its own process and is bounded in time; one
+that fails is reported as failed, the rest go on, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -41,19 +55,39 @@ from benchlib import (
     machine,
     write_json,
 )
+from writers_plan import WRITER_SCENARIOS, WRITER_SIZES, write_path_extra, writer_plan
 
 PEERS_VENV = BENCH / ".venv-peers"
 PEERS_REQUIREMENTS = BENCH / "peers" / "requirements.txt"
-SCENARIOS = ("throughput", "write_path", "latency", "growth", "poison", "idempotency", "peers")
+SCENARIOS: tuple[str, ...] = ("throughput", "write_path", "latency", "growth", "poison")
+SCENARIOS += ("idempotency", "peers", *WRITER_SCENARIOS)
 SCENARIO_TIMEOUT = 1200  # seconds: no scenario process outlives this
+# The growth history (10 M deliveries) is built in its first sitting, then kept.
+GROWTH_TIMEOUT = 4 * 3600
 
+PEERS = ("procrastinate", "celery", "celery-threads", "dramatiq", "huey", "rq")
 SIZES = {
+    # Each drain is timed over a fixed window of steady state; its backlog is sized to
+    # outlast it (rate x window, plus the 2.5 % warm-up, with room to spare): a run whose
+    # backlog ran out first is marked on the page.
     "full": {
+        "window": 10.0,
+        "backlog_sqlite": 400_000,
+        "backlog_postgres": 250_000,
+        "backlog_procrastinate": 15_000,
+        "backlog_celery": 20_000,
+        "backlog_celery_threads": 20_000,
+        "backlog_dramatiq": 60_000,
+        "backlog_huey": 40_000,
+        "backlog_rq": 1500,
+        "e2e_writes": 20_000,
         "n": 20_000,
         "writes": 3000,
         "latency_writes": 500,
-        "history": 1_000_000,
-        "dead": 100_000,
+        "history": 10_000_000,
+        "dead": 1_000_000,
+        "queried": 1_000_000,
+        "expiring": 1_000_000,
         "growth_writes": 1000,
         "poison": 10_000,
         "idempotency": 2000,
@@ -61,11 +95,23 @@ SIZES = {
         "poison_seconds": 75.0,
     },
     "quick": {
+        "window": 2.0,
+        "backlog_sqlite": 300,
+        "backlog_postgres": 300,
+        "backlog_procrastinate": 300,
+        "backlog_celery": 300,
+        "backlog_celery_threads": 300,
+        "backlog_dramatiq": 300,
+        "backlog_huey": 300,
+        "backlog_rq": 100,
+        "e2e_writes": 300,
         "n": 300,
         "writes": 200,
         "latency_writes": 30,
         "history": 2000,
         "dead": 200,
+        "queried": 2000,
+        "expiring": 2000,
         "growth_writes": 100,
         "poison": 50,
         "idempotency": 50,
@@ -96,10 +142,20 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="only write RESULTS.md again from results.json (and the saved profiles)",
     )
+    parser.add_argument(
+        "--merge",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="with --render: put one scenario script's JSON into results.json as NAME (e.g.\n"
+        "growth-sqlite=bench/growth-sqlite.json, soak-postgres=bench/soak-postgres.json)",
+    )
     args = parser.parse_args()
+    if args.merge and not args.render:
+        parser.error("--merge goes with --render")
     mode = "quick" if args.quick else "full"
     args.mode = mode
-    args.sizes = SIZES[mode]
+    args.sizes = SIZES[mode] | WRITER_SIZES[mode]
     args.runs = args.runs or (1 if args.quick else 3)
     if args.peers is None:
         args.peers = not args.quick
@@ -227,24 +283,55 @@ def postgres_facts() -> dict[str, Any]:
         return {"error": str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)}
 
 
-def redis_version() -> str:
+def redis_command(sock: socket.socket, *words: str) -> list[str]:
+    """One command over RESP; its reply as a list of strings (an array, or one value)."""
+    sock.sendall(f"*{len(words)}\r\n".encode())
+    for word in words:
+        sock.sendall(f"${len(word.encode())}\r\n{word}\r\n".encode())
+    reader = sock.makefile("rb")
+
+    def value() -> list[str]:
+        line = reader.readline().decode().rstrip("\r\n")
+        kind, rest = line[:1], line[1:]
+        if kind == "$":
+            size = int(rest)
+            return [] if size < 0 else [reader.read(size + 2)[:-2].decode(errors="replace")]
+        if kind == "*":
+            return [item for _ in range(max(0, int(rest))) for item in value()]
+        if kind == "-":
+            raise OSError(rest)
+        return [rest]
+
+    return value()
+
+
+def redis_facts() -> dict[str, str]:
+    """Redis's version and persistence settings (save, appendonly, appendfsync)."""
     try:
         with socket.create_connection(("127.0.0.1", 6379), timeout=3) as sock:
-            sock.sendall(b"INFO server\r\n")
-            data = b""
-            while b"redis_version" not in data or not data.endswith(b"\r\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-                if len(data) > 100_000:
-                    break
-        for line in data.decode(errors="replace").splitlines():
-            if line.startswith("redis_version:"):
-                return line.split(":", 1)[1]
+            info = "\n".join(redis_command(sock, "INFO", "server"))
+            facts = {"version": "?"}
+            for line in info.splitlines():
+                if line.startswith("redis_version:"):
+                    facts["version"] = line.split(":", 1)[1].strip()
+            for name in ("save", "appendonly", "appendfsync"):
+                reply = redis_command(sock, "CONFIG", "GET", name)
+                facts[name] = reply[1] if len(reply) > 1 else "?"
+            return facts
     except OSError as exc:
-        return f"unreachable ({exc})"
-    return "?"
+        return {"error": f"unreachable ({exc})"}
+
+
+def settings_defaults() -> dict[str, Any]:
+    """oncefire's settings and their defaults, from the oncefire measured."""
+    try:
+        from dataclasses import asdict
+
+        from oncefire.settings import Settings
+
+        return asdict(Settings())
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def sitting_facts(args: argparse.Namespace) -> dict[str, Any]:
@@ -254,12 +341,14 @@ def sitting_facts(args: argparse.Namespace) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "machine": machine(),
         "load_average_at_start": [round(x, 2) for x in load],
+        "python": sys.version.split()[0],
         "oncefire_commit": git("rev-parse", "--short", "HEAD"),
         "oncefire_src_dirty": bool(dirty) and (ROOT / "src").resolve() == SRC,
         "oncefire_src": str(SRC),
         "sqlite": sqlite3.sqlite_version,
         "postgres": postgres_facts(),
-        "redis": redis_version(),
+        "redis": redis_facts(),
+        "settings": settings_defaults(),
         "mode": args.mode,
         "runs": args.runs,
         "sizes": args.sizes,
@@ -298,6 +387,12 @@ def render_again(args: argparse.Namespace) -> int:
     out = Path(args.out)
     data = out.with_name("results-quick.json" if args.quick else "results.json")
     results = json.loads(data.read_text())
+    for item in args.merge:
+        name, _, path = item.partition("=")
+        merged = json.loads(Path(path).read_text())
+        merged["merged_from"] = path
+        results["oncefire"][name] = merged
+        log(f"merged {path} into {data} as {name}")
     for prof in results.get("profile") or []:
         path = ROOT / prof.get("profile_file", "-")
         if "error" not in prof and path.is_file():
@@ -337,7 +432,20 @@ def main() -> int:
                     f"throughput-{store}",
                     py,
                     BENCH / "throughput.py",
-                    [*st, *runs, *cap, "--n", str(sizes["n"])],
+                    [
+                        *st,
+                        *runs,
+                        *cap,
+                        "--n",
+                        str(sizes[f"backlog_{store}"]),
+                        "--window",
+                        str(sizes["window"]),
+                        "--writes",
+                        str(sizes["e2e_writes"]),
+                        # The smoke run starts the 16 processes of per-event acknowledgement
+                        # on SQLite only.
+                        *(["--skip-per-event"] if args.quick and store != "sqlite" else []),
+                    ],
                 )
             )
         if "write_path" in only:
@@ -346,7 +454,7 @@ def main() -> int:
                     f"write_path-{store}",
                     py,
                     BENCH / "write_path.py",
-                    [*st, *runs, "--writes", str(sizes["writes"])],
+                    [*st, *runs, "--writes", str(sizes["writes"]), *write_path_extra(sizes)],
                 )
             )
         if "latency" in only:
@@ -374,6 +482,10 @@ def main() -> int:
                         str(sizes["history"]),
                         "--dead",
                         str(sizes["dead"]),
+                        "--queried",
+                        str(sizes["queried"]),
+                        "--expiring",
+                        str(sizes["expiring"]),
                         "--writes",
                         str(sizes["growth_writes"]),
                     ],
@@ -404,6 +516,7 @@ def main() -> int:
                     [*st, *runs, *cap, "--n", str(sizes["idempotency"])],
                 )
             )
+        plan.extend(writer_plan(store, only, sizes, runs, py))
     failed = []
     if "peers" in args.only:
         try:
@@ -413,7 +526,7 @@ def main() -> int:
             failed.append("peers-install")
             peer_python = ""
         if peer_python:
-            for peer in ("procrastinate", "celery", "dramatiq"):
+            for peer in PEERS:
                 extra = [] if args.peer_e2e else ["--skip-e2e"]
                 plan.append(
                     (
@@ -426,7 +539,9 @@ def main() -> int:
                             *runs,
                             *cap,
                             "--n",
-                            str(sizes["n"]),
+                            str(sizes[f"backlog_{peer.replace('-', '_')}"]),
+                            "--window",
+                            str(sizes["window"]),
                             "--latency-writes",
                             str(sizes["latency_writes"]),
                             *extra,
@@ -435,7 +550,8 @@ def main() -> int:
                 )
     for name, python, script, script_args in plan:
         log(f"== {name}")
-        result = run_script(name, python, script, script_args)
+        timeout = GROWTH_TIMEOUT if name.startswith("growth") else SCENARIO_TIMEOUT
+        result = run_script(name, python, script, script_args, timeout)
         if "error" in result:
             failed.append(name)
             log(f"== {name} FAILED: {result['error']}")
@@ -446,6 +562,7 @@ def main() -> int:
     if args.profile:
         results["profile"] = profile_gap(results, measured)
     results["wall_seconds"] = time.monotonic() - started
+    results["facts"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     from report import scenario_times
 
     for name, seconds in scenario_times(results):
@@ -467,7 +584,7 @@ def profile_gap(results: dict[str, Any], measured: list[str]) -> list[dict[str, 
     """py-spy on what is furthest below its goal first: each store's drain (events/s) and its
     document writes (share of the raw commit rate); every one below its goal, or the closest
     to it when all are met."""
-    from report import GOAL_WRITE_RATIO, GOALS_DRAIN, med
+    from report_page import GOAL_WRITE_RATIO, GOALS_DRAIN, med
 
     gaps = []
     for store in measured:

@@ -4,6 +4,8 @@ Workers load it with `oncefire worker bench/workload.py --store URL --processes 
 benchmark scripts build the same app with build(url, function) to write the documents.
 
     noop         does nothing (throughput, growth)
+    soak         does nothing, with retry=False (the soak: a short retention is refused for a
+                 function that may still redeliver, and the default retry window is 1860 s)
     latency      reports its start time to the latency probe (benchlib.report_start)
     poison       always raises, on a short retry policy (6 attempts in about 1.6 s)
     write        writes one document in a transaction (the base line of tx.claim)
@@ -24,7 +26,7 @@ from oncefire.events import Event
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import report_start
 
-FUNCTIONS = ("noop", "latency", "poison", "write", "write_claim", "idempotent")
+FUNCTIONS = ("noop", "soak", "latency", "poison", "write", "write_claim", "idempotent")
 PATTERN = "bench/{id}"
 POISON_DELAY = float(os.environ.get("BENCH_POISON_DELAY", "0.05"))
 POISON_POLICY = RetryPolicy(max_attempts=6, first_delay=POISON_DELAY, multiplier=2, max_delay=1)
@@ -43,11 +45,13 @@ def build(store: str | None = None, function: str | None = None) -> App:
     options: dict[str, Any] = {"name": function}
     if function == "poison":
         options["retry_policy"] = POISON_POLICY
+    if function == "soak":
+        options["retry"] = False
 
     def out(event: Event) -> Any:
         return app.db.document(f"out/{event.params['id']}")
 
-    if function == "noop":
+    if function in ("noop", "soak"):
 
         def body(event: Event) -> None:
             pass

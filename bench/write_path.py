@@ -1,9 +1,13 @@
-"""Scenario 2, write path: document writes per second with one trigger registered, against the
-store's raw one-row commit rate (a plain INSERT per transaction on the same database).
+"""Scenario 2, write path: document writes per second with one trigger registered, against
+two baselines on the same database: the store's raw one-row commit rate (a plain INSERT per
+transaction), and the same rows oncefire writes (document, event, delivery) written by
+plain SQL in one transaction per write (bench/plain_sql.py): oncefire's own overhead.
 
 One writer, one transaction per write, durable settings (SQLite synchronous=FULL in WAL
 mode, as oncefire opens it; PostgreSQL synchronous_commit on). No worker runs meanwhile.
-The two are measured alternately in each run, after 100 untimed writes of each.
+The three are measured alternately in each run, after 100 untimed writes of each. Then the
+b-trees each kind of write touches are measured from what the store wrote (bench/btrees.py)
+and, on SQLite, the cost of a commit by the b-trees it writes (bench/commit_pages.py).
 
     python bench/write_path.py --store sqlite --writes 3000 --runs 3
 """
@@ -14,9 +18,12 @@ import sqlite3
 import time
 from typing import Any
 
+import commit_pages
 import workload
 from benchlib import common_args, log, summarize, write_json
+from btrees import postgres_btrees, sqlite_btrees
 from harness import DOC, Target, reset, target
+from plain_sql import PlainSqlWriter
 
 from oncefire import codec
 
@@ -69,47 +76,120 @@ def oncefire_writes(app: Any, count: int, prefix: str) -> float:
     return count / (time.perf_counter() - t0)
 
 
+def btrees(t: Target, samples: int) -> dict[str, Any]:
+    """The b-trees touched per write by each kind of write, on a fresh store."""
+    reset(t)
+    if t.kind == "postgres":
+        return {
+            name: postgres_btrees(t.url, make, samples, f"{name}-")
+            for name, make in postgres_writers(t).items()
+        }
+    assert t.path is not None
+    app = workload.build(t.url, "noop")
+    raw = RawWriter(t)
+    plain = PlainSqlWriter(t)
+    writers: dict[str, Any] = {
+        "oncefire": lambda count, prefix: oncefire_writes(app, count, f"bt-{prefix}"),
+        "plain_sql": plain.write,
+        "raw": raw.write,
+    }
+    out: dict[str, Any] = {}
+    try:
+        # Every writer warmed up first, so that no set-up of one lands in another's figures.
+        for name, write in writers.items():
+            write(20, f"{name}-warm-")
+        for name, write in writers.items():
+            out[name] = sqlite_btrees(t.path, write, samples, f"{name}-")
+    finally:
+        raw.close()
+        plain.close()
+        app.close()
+    return out
+
+
+def postgres_writers(t: Target) -> dict[str, Any]:
+    """Makers of each kind of writer: its write and its close."""
+
+    def once() -> tuple[Any, Any]:
+        app = workload.build(t.url, "noop")
+        return (lambda count, prefix: oncefire_writes(app, count, f"bt-{prefix}")), app.close
+
+    def plain() -> tuple[Any, Any]:
+        writer = PlainSqlWriter(t)
+        return writer.write, writer.close
+
+    def raw() -> tuple[Any, Any]:
+        writer = RawWriter(t)
+        return writer.write, writer.close
+
+    return {"oncefire": once, "plain_sql": plain, "raw": raw}
+
+
 def main() -> None:
     parser = common_args(__doc__ or "")
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--writes", type=int, default=3000)
+    parser.add_argument("--btree-samples", type=int, default=50, help="0: not measured")
+    parser.add_argument("--commit-pages", type=int, default=1500, help="commits; 0: skipped")
     args = parser.parse_args()
     t = target(args.store)
     raw_rates: list[float] = []
+    plain_rates: list[float] = []
     doc_rates: list[float] = []
     for run in range(args.runs):
         reset(t)
         app = workload.build(t.url, "noop")  # one trigger on bench/{id}
+        app.store  # noqa: B018 - the schema, before the plain SQL writes into it
+        oncefire_writes(app, 1, f"s{run}-")
         raw = RawWriter(t)
+        plain = PlainSqlWriter(t)
         try:
             raw.write(WARMUP, f"w{run}-")
+            plain.write(WARMUP, f"w{run}-")
             oncefire_writes(app, WARMUP, f"w{run}-")
-            # Alternate halves so drift on a shared machine hits both alike.
+            # Alternate halves so drift on a shared machine hits all three alike.
             half = args.writes // 2
+            rest = args.writes - half
             r1 = raw.write(half, f"a{run}-")
+            p1 = plain.write(half, f"a{run}-")
             d1 = oncefire_writes(app, half, f"a{run}-")
-            d2 = oncefire_writes(app, args.writes - half, f"b{run}-")
-            r2 = raw.write(args.writes - half, f"b{run}-")
+            d2 = oncefire_writes(app, rest, f"b{run}-")
+            p2 = plain.write(rest, f"b{run}-")
+            r2 = raw.write(rest, f"b{run}-")
         finally:
             raw.close()
+            plain.close()
             app.close()
         raw_rates.append(2 / (1 / r1 + 1 / r2))
+        plain_rates.append(2 / (1 / p1 + 1 / p2))
         doc_rates.append(2 / (1 / d1 + 1 / d2))
         log(
             f"write path on {t.label}, run {run + 1}/{args.runs}: raw {raw_rates[-1]:,.0f}/s,"
-            f" oncefire {doc_rates[-1]:,.0f}/s ({doc_rates[-1] / raw_rates[-1]:.0%})"
+            f" plain SQL {plain_rates[-1]:,.0f}/s, oncefire {doc_rates[-1]:,.0f}/s"
+            f" ({doc_rates[-1] / raw_rates[-1]:.0%} of raw,"
+            f" {doc_rates[-1] / plain_rates[-1]:.0%} of plain SQL)"
         )
-    write_json(
-        args.json,
-        {
-            "scenario": "write_path",
-            "store": args.store,
-            "writes": args.writes,
-            "raw_commit_rate": summarize(raw_rates),
-            "document_write_rate": summarize(doc_rates),
-            "ratio": summarize([d / r for d, r in zip(doc_rates, raw_rates, strict=True)]),
-        },
-    )
+    result: dict[str, Any] = {
+        "scenario": "write_path",
+        "store": args.store,
+        "writes": args.writes,
+        "raw_commit_rate": summarize(raw_rates),
+        "plain_sql_rate": summarize(plain_rates),
+        "document_write_rate": summarize(doc_rates),
+        "ratio": summarize([d / r for d, r in zip(doc_rates, raw_rates, strict=True)]),
+        "ratio_plain_sql": summarize([d / p for d, p in zip(doc_rates, plain_rates, strict=True)]),
+    }
+    if args.btree_samples > 0:
+        result["btrees"] = btrees(t, args.btree_samples)
+        for name, found in result["btrees"].items():
+            log(
+                f"b-trees a write on {t.label}, {name}: {found['btrees_per_write']['median']}"
+                f" ({', '.join(k for k, v in found['touched'].items() if v >= 0.5)})"
+            )
+    if args.store == "sqlite" and args.commit_pages > 0:
+        result["commit_pages"] = commit_pages.measure(args.commit_pages, args.runs)
+        log(f"commit cost by b-trees written: {result['commit_pages']['us_per_commit']}")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

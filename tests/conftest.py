@@ -107,3 +107,18 @@ def make_app(store_url: str, clock: TestClock) -> Iterator[Callable[..., App]]:
 def app(make_app: Callable[..., App]) -> App:
     """An App on a fresh store with a TestClock (`app.clock`)."""
     return make_app()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--full`: run the chaos suite's long profile (20 kills, 20,000 events, ...)."""
+    parser.addoption(
+        "--full", action="store_true", help="chaos suite: the long profile instead of the quick one"
+    )
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A private PostgreSQL cluster for tests that restart or kill the server."""
+    from pg_cluster import private_cluster
+
+    yield from private_cluster()

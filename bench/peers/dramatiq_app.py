@@ -15,12 +15,12 @@ broker = RedisBroker(url=REDIS_URL)
 dramatiq.set_broker(broker)
 
 
-@dramatiq.actor(actor_name="noop")
+@dramatiq.actor(actor_name="noop")  # type: ignore[untyped-decorator]  # dramatiq: a peer library, absent when type-checking
 def noop() -> None:
     """Does nothing."""
 
 
-@dramatiq.actor(actor_name="latency")
+@dramatiq.actor(actor_name="latency")  # type: ignore[untyped-decorator]  # dramatiq: a peer library, absent when type-checking
 def latency(key: str) -> None:
     """Reports its start to the latency probe."""
     report_start(key)

@@ -15,12 +15,12 @@ app = procrastinate.App(
 )
 
 
-@app.task(name="noop")
+@app.task(name="noop")  # type: ignore[untyped-decorator]  # procrastinate: a peer library, absent when type-checking
 def noop() -> None:
     """Does nothing."""
 
 
-@app.task(name="latency")
+@app.task(name="latency")  # type: ignore[untyped-decorator]  # procrastinate: a peer library, absent when type-checking
 def latency(key: str) -> None:
     """Reports its start to the latency probe."""
     report_start(key)

@@ -1,11 +1,13 @@
-"""Drive one peer (Celery, Dramatiq or Procrastinate) through the same measurements as oncefire.
+"""Drive one peer through the same measurements as oncefire.
 
 Runs in bench/.venv-peers (which bench/run_all makes), never in oncefire's environment:
 
-    bench/.venv-peers/bin/python bench/peers/run_peer.py --peer celery --n 20000 --runs 3
+    bench/.venv-peers/bin/python bench/peers/run_peer.py --peer celery --n 30000 --runs 3
 
-drain-only: N no-op jobs are enqueued with no worker running, 2 worker processes start, and
-the drain is timed from the moment 2.5 % of the jobs have run to the last, as for oncefire.
+drain-only: N no-op jobs are enqueued with no worker running, the workers start (16
+execution slots, as oncefire's), and once 2.5 % of the jobs have run the jobs done within a
+fixed window (--window seconds) are counted, as for oncefire; the commits the workers made
+from their start to their stop are counted per job done.
 end to end: warm workers, one producer enqueues N jobs one by one, timed until all ran.
 latency: enqueue acknowledged -> job start, one job at a time on an idle worker.
 """
@@ -14,273 +16,70 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 PEERS = Path(__file__).resolve().parent
 sys.path.insert(0, str(PEERS.parent))
 sys.path.insert(0, str(PEERS))
 
 from benchlib import (  # noqa: E402
-    PROCRASTINATE_PG_DB,
-    REDIS_URL,
-    WORK,
     LatencyProbe,
     common_args,
-    ensure_database,
     log,
     measure_latency,
-    pg_url,
     phase,
-    running,
     summarize,
     time_drain,
+    time_window,
     wait_until,
     write_json,
 )
-
-PROCESSES = 2
-# Seconds a peer's workers get to stop after SIGTERM before SIGKILL. They are stopped only
-# once their measurement is over, and the queue is reset before the next one, so a slow
-# graceful shutdown (Celery's warm shutdown with a backlog left took the whole 20 s) only
-# wastes time.
-STOP_GRACE = 2.0
-THREADS = 8  # per process, for the peers that run threads (oncefire's default too)
-
-
-class Peer:
-    """One queue: how to reset it, run its workers, enqueue and count its backlog."""
-
-    name = ""
-    config = ""
-
-    def reset(self) -> None:
-        raise NotImplementedError
-
-    def worker_commands(self) -> list[list[str]]:
-        raise NotImplementedError
-
-    def enqueue_noop(self, count: int, *, bulk: bool) -> None:
-        raise NotImplementedError
-
-    def enqueue_latency(self, key: str) -> None:
-        raise NotImplementedError
-
-    def backlog(self) -> int:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-    @contextmanager
-    def workers(self, what: str, env: dict[str, str] | None = None) -> Iterator[None]:
-        """The peer's worker processes, stopped with SIGTERM on exit."""
-        WORK.mkdir(parents=True, exist_ok=True)
-        logs = [WORK / f"peer-{self.name}-{what}-{i}.log" for i in range(PROCESSES)]
-        commands = self.worker_commands()
-        with _all_running(commands, logs, env or {}):
-            yield
-
-
-@contextmanager
-def _all_running(
-    commands: list[list[str]], logs: list[Path], extra: dict[str, str]
-) -> Iterator[None]:
-    if not commands:
-        yield
-        return
-    env = {"PYTHONPATH": f"{PEERS}:{PEERS.parent}", **extra}
-    with (
-        running(commands[0], env=env, log_path=logs[0], grace=STOP_GRACE),
-        _all_running(commands[1:], logs[1:], extra),
-    ):
-        yield
-
-
-class RedisPeer(Peer):
-    def __init__(self) -> None:
-        import redis
-
-        self.redis = redis.Redis.from_url(REDIS_URL)
-
-    def reset(self) -> None:
-        self.redis.flushdb()  # db 13: the benchmarks' own
-
-    def close(self) -> None:
-        self.redis.close()
-
-
-class CeleryPeer(RedisPeer):
-    name = "celery"
-    config = (
-        "Redis broker, task_acks_late=True, prefork pool --concurrency 2 "
-        "(2 worker processes), default prefetch"
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        import celery_app
-
-        self.app = celery_app
-
-    def worker_commands(self) -> list[list[str]]:
-        return [
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "celery_app",
-                "worker",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                str(PROCESSES),
-            ]
-        ]
-
-    def enqueue_noop(self, count: int, *, bulk: bool) -> None:
-        task = self.app.noop
-        for _ in range(count):
-            task.apply_async()
-
-    def enqueue_latency(self, key: str) -> None:
-        self.app.latency.apply_async((key,))
-
-    def backlog(self) -> int:
-        # Queued messages plus delivered-but-unacknowledged ones (acks_late keeps a running
-        # task's message in the unacked hash until it has finished).
-        pipe = self.redis.pipeline()
-        pipe.llen("celery")
-        pipe.hlen("unacked")
-        queued, unacked = pipe.execute()
-        return int(queued) + int(unacked)
-
-
-class DramatiqPeer(RedisPeer):
-    name = "dramatiq"
-    config = f"Redis broker, {PROCESSES} processes x {THREADS} threads, default middleware"
-
-    def __init__(self) -> None:
-        super().__init__()
-        import dramatiq_app
-
-        self.app = dramatiq_app
-
-    def worker_commands(self) -> list[list[str]]:
-        return [
-            [
-                sys.executable,
-                "-m",
-                "dramatiq",
-                "dramatiq_app",
-                "--processes",
-                str(PROCESSES),
-                "--threads",
-                str(THREADS),
-            ]
-        ]
-
-    def enqueue_noop(self, count: int, *, bulk: bool) -> None:
-        actor = self.app.noop
-        for _ in range(count):
-            actor.send()
-
-    def enqueue_latency(self, key: str) -> None:
-        self.app.latency.send(key)
-
-    def backlog(self) -> int:
-        # A message stays in the queue's .msgs hash until a worker acknowledges it.
-        return int(self.redis.hlen("dramatiq:default.msgs"))
-
-
-class ProcrastinatePeer(Peer):
-    name = "procrastinate"
-    config = (
-        f"PostgreSQL (synchronous_commit on), {PROCESSES} worker processes x concurrency "
-        f"{THREADS}, LISTEN/NOTIFY on"
-    )
-
-    def __init__(self) -> None:
-        import psycopg
-
-        ensure_database(PROCRASTINATE_PG_DB)
-        self.url = pg_url(PROCRASTINATE_PG_DB)
-        self.conn = psycopg.connect(self.url, autocommit=True)
-        import procrastinate_app
-
-        self.module = procrastinate_app
-        self.is_open = False
-
-    def _open(self) -> None:
-        if not self.is_open:
-            self.module.app.open()
-            self.is_open = True
-
-    def reset(self) -> None:
-        if self.is_open:
-            self.module.app.close()
-            self.is_open = False
-        self.conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        self.conn.execute("CREATE SCHEMA public")
-        self._open()
-        self.module.app.schema_manager.apply_schema()
-
-    def worker_commands(self) -> list[list[str]]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "procrastinate",
-            "--app",
-            "procrastinate_app.app",
-            "worker",
-            "--concurrency",
-            str(THREADS),
-        ]
-        return [cmd for _ in range(PROCESSES)]
-
-    def enqueue_noop(self, count: int, *, bulk: bool) -> None:
-        self._open()
-        task = self.module.noop
-        if bulk:
-            for start in range(0, count, 1000):
-                task.batch_defer(*({} for _ in range(min(1000, count - start))))
-        else:
-            for _ in range(count):
-                task.defer()
-
-    def enqueue_latency(self, key: str) -> None:
-        self._open()
-        self.module.latency.defer(key=key)
-
-    def backlog(self) -> int:
-        row = self.conn.execute(
-            "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def close(self) -> None:
-        if self.is_open:
-            self.module.app.close()
-        self.conn.close()
-
+from commits import per_event  # noqa: E402
+from peer import SLOTS, Peer  # noqa: E402
+from redis_peers import CeleryPeer, CeleryThreadsPeer, DramatiqPeer, RqPeer  # noqa: E402
+from sql_peers import HueyPeer, ProcrastinatePeer  # noqa: E402
 
 PEER_TYPES: dict[str, type[Peer]] = {
-    "celery": CeleryPeer,
-    "dramatiq": DramatiqPeer,
-    "procrastinate": ProcrastinatePeer,
+    p.name: p
+    for p in (ProcrastinatePeer, CeleryPeer, CeleryThreadsPeer, DramatiqPeer, HueyPeer, RqPeer)
 }
 
 
-def drain_only(peer: Peer, n: int, max_seconds: float) -> dict[str, Any]:
-    with phase(f"reset and enqueue {n:,} jobs"):
+def fill(peer: Peer, n: int) -> None:
+    """The peer's queue holding n no-op jobs and nothing else."""
+    if isinstance(peer, HueyPeer):
+        peer.fill(n)
+    else:
         peer.reset()
         peer.enqueue_noop(n, bulk=True)
-        wait_until(lambda: peer.backlog() >= n, 30, "the enqueued jobs to show")
-    with phase("start workers, drain, stop workers"), peer.workers("drain"):
-        return time_drain(peer.backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
+    wait_until(lambda: peer.backlog() >= n, 30, "the enqueued jobs to show")
+
+
+def drain_only(peer: Peer, n: int, max_seconds: float, window: float) -> dict[str, Any]:
+    with phase(f"reset and enqueue {n:,} jobs"):
+        fill(peer, n)
+        peer.prepare()
+    counter = peer.commits()
+    peer.quiesce()
+    before = counter.settled() if counter else 0
+    with (
+        phase("start workers, drain, stop workers"),
+        peer.workers(
+            "drain",
+            counter.env if counter else None,
+            counter.path if counter else "",
+        ),
+    ):
+        result = time_window(peer.backlog, peer.has_work, n, warmup=max(1, n // 40), window=window)
+    if counter:
+        own = peer.own_transactions()
+        peer.quiesce()
+        after = counter.settled()
+        result["commits_per_event"] = per_event(before, after, own, n - peer.backlog())
+    done = n - peer.backlog()
+    result["events_done_by_stop"] = done
+    return result
 
 
 def end_to_end(peer: Peer, n: int, max_seconds: float, warmup: int = 200) -> dict[str, Any]:
@@ -317,7 +116,8 @@ def latency(peer: Peer, count: int, warmup: int) -> dict[str, Any]:
 def main() -> None:
     parser = common_args(__doc__ or "")
     parser.add_argument("--peer", choices=sorted(PEER_TYPES), required=True)
-    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--n", type=int, default=20_000, help="jobs in the drained backlog")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds a drain is timed")
     parser.add_argument("--latency-writes", type=int, default=500)
     parser.add_argument("--skip-e2e", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
@@ -329,8 +129,12 @@ def main() -> None:
     try:
         for run in range(args.runs):
             log(f"{peer.name}, run {run + 1}/{args.runs}: {args.n:,} jobs")
-            drains.append(drain_only(peer, args.n, args.max_seconds))
-            log(f"  drain-only: {drains[-1]['rate'] or 0:,.0f}/s")
+            drains.append(drain_only(peer, args.n, args.max_seconds, args.window))
+            commits = drains[-1].get("commits_per_event")
+            log(
+                f"  drain-only: {drains[-1]['rate'] or 0:,.0f}/s"
+                + (f", {commits:.2f} commits/job" if commits is not None else "")
+            )
             if not args.skip_e2e:
                 e2es.append(end_to_end(peer, args.n, args.max_seconds))
                 log(f"  end to end: {e2es[-1]['rate'] or 0:,.0f}/s")
@@ -342,13 +146,23 @@ def main() -> None:
     result: dict[str, Any] = {
         "scenario": "peer",
         "peer": peer.name,
+        "label": peer.label,
+        "broker": peer.broker,
         "config": peer.config,
-        "versions": versions(peer.name),
+        "setup": peer.setup,
+        "crash": peer.crash,
+        "slots": SLOTS,
+        "versions": versions(peer.packages),
         "n": args.n,
+        "window": args.window,
         "drain_only": summarize([d["rate"] for d in drains]),
         "drain_runs": drains,
         "capped": any(d.get("capped") for d in drains + e2es),
     }
+    if any("commits_per_event" in d for d in drains):
+        result["commits_per_event"] = summarize(
+            [cast(float, d.get("commits_per_event")) for d in drains]
+        )
     if e2es:
         result["end_to_end"] = summarize([e["rate"] for e in e2es])
         result["e2e_runs"] = e2es
@@ -359,17 +173,12 @@ def main() -> None:
     write_json(args.json, result)
 
 
-def versions(name: str) -> dict[str, str]:
-    """The versions of the peer and its client libraries."""
+def versions(packages: tuple[str, ...]) -> dict[str, str]:
+    """The installed versions of these packages."""
     from importlib.metadata import PackageNotFoundError, version
 
-    wanted = {
-        "celery": ["celery", "kombu", "redis"],
-        "dramatiq": ["dramatiq", "redis"],
-        "procrastinate": ["procrastinate", "psycopg"],
-    }[name]
     out = {}
-    for package in wanted:
+    for package in packages:
         try:
             out[package] = version(package)
         except PackageNotFoundError:

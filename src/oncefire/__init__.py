@@ -1,14 +1,11 @@
 """oncefire: event-triggered Python functions that fire once in effect."""
 
 from oncefire.app import App
-from oncefire.deadletters import DeadLetter
+from oncefire.deadletters import BoundedCount, DeadLetter, ErrorSearch
 from oncefire.documents import (
-    DELETE_FIELD,
-    SERVER_TIMESTAMP,
     CollectionReference,
     Database,
     DocumentReference,
-    Increment,
     Transaction,
 )
 from oncefire.errors import (
@@ -18,6 +15,7 @@ from oncefire.errors import (
     DocumentNotFoundError,
     DocumentTooLargeError,
     InvalidDocumentError,
+    InvalidMessageError,
     InvalidPathError,
     InvalidPatternError,
     MissingDependencyError,
@@ -36,6 +34,7 @@ from oncefire.idempotency import idempotent
 from oncefire.retry import Outcome, RetryPolicy
 from oncefire.settings import Settings
 from oncefire.stats import FunctionStats
+from oncefire.transforms import DELETE_FIELD, SERVER_TIMESTAMP, Increment
 from oncefire.worker import DrainSummary
 
 __version__ = "0.1.0"
@@ -44,6 +43,7 @@ __all__ = [
     "DELETE_FIELD",
     "SERVER_TIMESTAMP",
     "App",
+    "BoundedCount",
     "Change",
     "ClaimHeldError",
     "CollectionReference",
@@ -56,11 +56,13 @@ __all__ = [
     "DocumentSnapshot",
     "DocumentTooLargeError",
     "DrainSummary",
+    "ErrorSearch",
     "Event",
     "EventType",
     "FunctionStats",
     "Increment",
     "InvalidDocumentError",
+    "InvalidMessageError",
     "InvalidPathError",
     "InvalidPatternError",
     "Message",

@@ -2,37 +2,55 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import signal
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import codec, idempotency
+from oncefire import idempotency, retention, ticks, ttl
+from oncefire.alerts import Alerts, DeadLetterCallback
+from oncefire.catalogue import Functions
 from oncefire.clock import Clock, SystemClock
 from oncefire.deadletters import DeadLetters
 from oncefire.documents import Database
 from oncefire.errors import ConfigError
-from oncefire.events import EventType, StoredEvent
-from oncefire.outbox import emit, subscribers
+from oncefire.events import EventType
+from oncefire.history import History
+from oncefire.operators import Operators
+from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
 from oncefire.retry import RetryPolicy
+from oncefire.routes import check_route
+from oncefire.rows import RowTriggers
+from oncefire.runtime import Runtime
 from oncefire.schedules import Schedule
 from oncefire.settings import Settings
 from oncefire.stats import FunctionStats
-from oncefire.stores import open_store
-from oncefire.stores.base import AttemptResult, Claimed, FunctionRecord, Lease, Store
-from oncefire.triggers import DOCUMENT_KINDS, Options, Trigger, make_options
+from oncefire.stores.base import Store
+from oncefire.triggers import (
+    DOCUMENT_KINDS,
+    Options,
+    Trigger,
+    check_fields,
+    check_function,
+    make_options,
+)
 from oncefire.worker import DrainSummary, Worker
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from oncefire.audit import Report
+    from oncefire.cost import CostReport
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class App:
+class App(RowTriggers):
     """An oncefire application: functions, their triggers, and the store they share."""
 
     def __init__(
@@ -46,55 +64,53 @@ class App:
     ) -> None:
         given = {"store": store, "max_payload_bytes": max_payload_bytes, **overrides}
         given = {k: v for k, v in given.items() if v is not None}
-        if settings is None:
-            self.settings = Settings.from_env(**given)
-        else:
-            self.settings = replace(settings, **given)
-        self.clock: Clock = clock or SystemClock()
-        self.triggers: dict[str, Trigger] = {}
+        given_settings = replace(settings, **given) if settings else Settings.from_env(**given)
+        # What the engine runs on; the engine's modules take it, never this App.
+        self.runtime = Runtime(given_settings, clock or SystemClock(), app=self)
         self.routes: dict[str, Trigger] = {}
-        self.dead_letters = DeadLetters(self)
-        self.ttl_policies: dict[str, str] = {}
-        self._store: Store | None = None
-        self._db: Database | None = None
+        self.body_limits: dict[str, int] = {}  # HTTP path -> most bytes of a request body
+        self.dead_letters = DeadLetters(self.runtime)
+        self.history = History(self.runtime)
+        self.functions = Functions(self.runtime)
+        self.operators = Operators(self.runtime, self.dead_letters, self.functions)
+        self.alerts = Alerts(self.runtime, self.dead_letters, self.history)
+        self.runtime.alerts = self.alerts  # the workers check them; the brake fires budget ones
         self._lock = threading.RLock()
-        self._next_tick: dict[str, float] = {}
 
-    # -- store -------------------------------------------------------------------------
+    # -- runtime -----------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        """The settings (arguments over ONCEFIRE_* variables over defaults)."""
+        return self.runtime.settings
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every time-based rule reads (a TestClock in tests)."""
+        return self.runtime.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.runtime.clock = clock
+
+    @property
+    def triggers(self) -> dict[str, Trigger]:
+        """The registered functions, by name."""
+        return self.runtime.triggers
 
     @property
     def store(self) -> Store:
         """The store, opened (and migrated) on first use."""
-        if self._store is None:
-            with self._lock:
-                if self._store is None:
-                    store = open_store(self.settings)
-                    self._store = store
-                    self._register(list(self.triggers.values()))
-        return self._store
+        return self.runtime.store
 
     @property
     def db(self) -> Database:
         """The document database (`app.db.collection(...)`)."""
-        if self._db is None:
-            self._db = Database(self.store, self.clock)
-        return self._db
+        return self.runtime.db
 
     def close(self) -> None:
         """Close the store's connections."""
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-            self._db = None
-
-    def _register(self, triggers: Sequence[Trigger]) -> None:
-        records = [
-            FunctionRecord(t.name, t.kind, t.source, t.event_types, self.clock.now())
-            for t in triggers
-            if t.kind != "http"
-        ]
-        if records and self._store is not None:
-            self._store.register_functions(records)
+        self.runtime.close()
 
     def _add(self, trigger: Trigger) -> None:
         with self._lock:
@@ -105,21 +121,29 @@ class App:
                 )
             check_id(trigger.name, "function name")
             idempotency.check_registration(trigger.name, trigger.fn, trigger.options)
-            if trigger.schedule is not None:  # raises for a schedule that never fires
-                self._next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
-            self.triggers[trigger.name] = trigger
-            self._register([trigger])
+            retention.check_registration(self.settings, trigger.name, trigger.options)
+            self.runtime.add(trigger)
             with suppress(AttributeError, TypeError):  # lets @idempotent spot a wrong order
                 trigger.fn.__oncefire_trigger__ = trigger.name  # type: ignore[attr-defined]
 
     # -- triggers ----------------------------------------------------------------------
 
-    def _document(self, kind: str, pattern: str, options: dict[str, Any]) -> Callable[[F], F]:
+    def _document(
+        self, kind: str, pattern: str | None, options: dict[str, Any]
+    ) -> Callable[[F], F]:
         name = options.pop("name", None)
-        parsed = Pattern.parse(pattern)
+        document = options.pop("document", None)  # Firebase's keyword for the pattern
+        fields = check_fields(kind, options.pop("fields", None))
+        if (pattern is None) == (document is None):
+            raise ConfigError(
+                f"on_document_{kind} takes one path pattern, like 'orders/{{orderId}}' (or "
+                "document='orders/{orderId}' as in Firebase)."
+            )
+        parsed = Pattern.parse(pattern if pattern is not None else document)
         opts = make_options(**options)
 
         def decorator(fn: F) -> F:
+            check_function(fn)
             self._add(
                 Trigger(
                     name=name or fn.__name__,
@@ -130,25 +154,26 @@ class App:
                     options=opts,
                     pattern=parsed,
                     is_change=kind in ("updated", "written"),
+                    fields=fields,
                 )
             )
             return fn
 
         return decorator
 
-    def on_document_created(self, pattern: str, **options: Any) -> Callable[[F], F]:
+    def on_document_created(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
         """Run the function when a document matching pattern is created."""
         return self._document("created", pattern, options)
 
-    def on_document_updated(self, pattern: str, **options: Any) -> Callable[[F], F]:
+    def on_document_updated(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
         """Run the function when a matching document changes (event.data.before / after)."""
         return self._document("updated", pattern, options)
 
-    def on_document_deleted(self, pattern: str, **options: Any) -> Callable[[F], F]:
+    def on_document_deleted(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
         """Run the function when a matching document is deleted."""
         return self._document("deleted", pattern, options)
 
-    def on_document_written(self, pattern: str, **options: Any) -> Callable[[F], F]:
+    def on_document_written(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
         """Run the function on any create, update or delete of a matching document."""
         return self._document("written", pattern, options)
 
@@ -179,6 +204,7 @@ class App:
         opts = make_options(**options)
 
         def decorator(fn: F) -> F:
+            check_function(fn)
             self._add(
                 Trigger(
                     name=name or fn.__name__,
@@ -194,13 +220,17 @@ class App:
 
         return decorator
 
-    def on_schedule(self, schedule: str, **options: Any) -> Callable[[F], F]:
-        """Run the function on a schedule ('every 5 minutes' or a 5-field cron string, UTC)."""
+    def on_schedule(
+        self, schedule: str, *, timezone: str | None = None, **options: Any
+    ) -> Callable[[F], F]:
+        """Run the function on a schedule ('every 5 minutes' or a 5-field cron string, in
+        timezone, an IANA name; UTC by default)."""
         name = options.pop("name", None)
-        parsed = Schedule.parse(schedule)
+        parsed = Schedule.parse(schedule, timezone=timezone)
         opts = make_options(**options)
 
         def decorator(fn: F) -> F:
+            check_function(fn)
             fname = name or fn.__name__
             self._add(
                 Trigger(
@@ -224,19 +254,19 @@ class App:
         methods: Sequence[str] = ("GET",),
         timeout: float = 60.0,
         max_instances: int | None = None,
+        max_body_bytes: int = 10 * 1024 * 1024,
         name: str | None = None,
     ) -> Callable[[F], F]:
-        """An HTTP function: never retried, the caller gets the error."""
-        if not path.startswith("/"):
-            raise ConfigError(f"An HTTP function's path must start with '/'; got {path!r}.")
+        """An HTTP function served by `oncefire run`: never retried, the caller gets the error."""
+        verbs = check_route(path, methods, max_body_bytes, self.routes)
         opts = Options(retry=False, timeout=timeout, max_instances=max_instances)
 
         def decorator(fn: F) -> F:
-            trigger = Trigger(
-                name or fn.__name__, fn, "http", path, tuple(m.upper() for m in methods), opts
-            )
+            check_function(fn)
+            trigger = Trigger(name or fn.__name__, fn, "http", path, verbs, opts)
             self._add(trigger)
             self.routes[path] = trigger
+            self.body_limits[path] = max_body_bytes
             return fn
 
         return decorator
@@ -244,87 +274,35 @@ class App:
     # -- events ------------------------------------------------------------------------
 
     def publish(self, topic: str, data: Any, *, attributes: dict[str, str] | None = None) -> str:
-        """Publish a message on a topic; return its id (the event id)."""
-        check_id(topic, "topic")
-        payload = {"data": data, "attributes": dict(attributes or {})}
-        codec.encode_document(payload)
-        with self.store.transaction() as tx:
-            event = emit(
-                tx,
-                event_type=EventType.MESSAGE_PUBLISHED,
-                source=topic,
-                data=payload,
-                now=self.clock.now(),
-            )
-        assert event is not None
-        return event.id
+        """Publish a message on a topic; return its id (the event id).
 
-    def forward(
-        self, trigger: Trigger, claimed: Claimed, lease: Lease, result: AttemptResult
-    ) -> bool:
-        """Republish an exhausted message on its function's dead-letter topic, atomically."""
-        topic = trigger.dead_letter_topic
-        assert topic is not None
-        now = self.clock.now()
-        data = dict(claimed.event.data)
-        attributes = dict(data.get("attributes") or {})
-        attributes.update(
-            {
-                "oncefire.source_topic": claimed.event.source,
-                "oncefire.source_function": trigger.name,
-                "oncefire.source_event": claimed.event.id,
-            }
-        )
-        payload = {"data": data.get("data"), "attributes": attributes}
-        event = StoredEvent(
-            codec.new_id(now),
-            EventType.MESSAGE_PUBLISHED,
-            topic,
-            now,
-            payload,
-            len(codec.dumps(payload).encode()),
-        )
+        Inside `app.db.transaction()` on this thread the message joins that transaction: it
+        is delivered only if the transaction commits.
+        """
+        active = self.db.active_transaction()
+        if active is not None:
+            return active.publish(topic, data, attributes)
+        with self.db.transaction() as tx:
+            return tx.publish(topic, data, attributes)
+
+    def subscribers(self, event_type: str, source: str) -> list[str]:
+        """Names of the stored functions an event of this type and source would start."""
         with self.store.read() as tx:
-            names = subscribers(tx.functions(), EventType.MESSAGE_PUBLISHED, topic)
-        return self.store.forward(lease, result, event, names)
+            return subscribers(tx.functions(), event_type, source)
 
     def fire_due_schedules(self) -> int:
         """Emit the tick of each schedule that is due (once across all workers); how many."""
-        fired = 0
-        now = self.clock.now()
-        for name, due in list(self._next_tick.items()):
-            if due > now:
-                continue
-            trigger = self.triggers[name]
-            assert trigger.schedule is not None
-            # The id is derived from the schedule and the tick, so every worker emits the same
-            # event and the store keeps the first.
-            digest = int.from_bytes(hashlib.sha256(f"{name}@{due}".encode()).digest()[:8], "big")
-            event_id = codec.stable_id(due, digest)
-            with self.store.transaction() as tx:
-                if emit(
-                    tx,
-                    event_type=EventType.SCHEDULE_TICK,
-                    source=name,
-                    data={"scheduled_time": due, "schedule": trigger.schedule.spec},
-                    now=due,
-                    event_id=event_id,
-                ):
-                    fired += 1
-            self._next_tick[name] = trigger.schedule.next_after(max(due, now))
-        return fired
+        return ticks.fire_due(self.runtime)
 
     def ttl(self, collection: str, *, field: str) -> None:
         """Delete documents of a collection once the time in `field` has passed."""
-        from oncefire.paths import collection_path
-
-        self.ttl_policies[collection_path(collection)] = field
+        ttl.add_policy(self.runtime, collection, field)
 
     # -- running -----------------------------------------------------------------------
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
         """Run every delivery due now, in this process, until none is due."""
-        worker = Worker(self, functions=functions)
+        worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()
         finally:
@@ -332,7 +310,7 @@ class App:
 
     def run_worker(self, *, concurrency: int | None = None, is_process: bool = False) -> None:
         """Serve deliveries in this process until SIGTERM or SIGINT."""
-        worker = Worker(self, concurrency=concurrency, is_process=is_process)
+        worker = Worker(self.runtime, concurrency=concurrency, is_process=is_process)
 
         def stop(signum: int, _frame: Any) -> None:
             log.info("signal %d: stopping after in-flight attempts", signum)
@@ -347,3 +325,30 @@ class App:
         """Per-function figures over the last `window` seconds."""
         counts = self.store.counts(self.clock.now() - window)
         return {name: FunctionStats.from_counts(name, c) for name, c in sorted(counts.items())}
+
+    def purge(self, *, dry_run: bool = False) -> retention.PurgeCounts:
+        """Purge the history retention lets go now, or with dry_run count it (by table)."""
+        return retention.purge(self.runtime, dry_run=dry_run)
+
+    def unrouted_count(self) -> int:
+        """How many events no function has taken yet (kept for `unrouted_retention`)."""
+        return self.store.count_unrouted()
+
+    def audit(self, *, since: float = 86400, **options: Any) -> Report:
+        """Static rules over this app's functions and runtime rules over `since` seconds of
+        its store's history (see docs/audit.md)."""
+        from oncefire.audit import audit
+
+        return audit(self.runtime, since=since, **options)
+
+    def cost(self, *, since: float = 7 * 86400, prices: str | Path | None = None) -> CostReport:
+        """Each function's invocations, failed attempts, store reads and writes, CPU seconds
+        and money over `since` seconds, priced by the TOML file `prices` (see docs/audit.md)."""
+        from oncefire.cost import estimate
+        from oncefire.prices import PriceTable
+
+        return estimate(self.runtime, since=since, prices=PriceTable.load(prices))
+
+    def on_dead_letter(self, callback: DeadLetterCallback) -> DeadLetterCallback:
+        """Call callback(dead_letter) once per new dead letter, from the workers."""
+        return self.alerts.on_dead_letter(callback)

@@ -8,10 +8,11 @@ import os
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from oncefire.errors import DocumentTooLargeError, InvalidDocumentError
+from oncefire.errors import DocumentTooLargeError, InvalidDocumentError, StoreError
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 _TIME_TAG = "$time"
@@ -61,21 +62,71 @@ def _decode_hook(obj: dict[str, Any]) -> Any:
     return obj
 
 
+def _json(value: Any, *, sort_keys: bool) -> str:
+    """json.dumps of checked data; what JSON or UTF-8 cannot hold is an InvalidDocumentError."""
+    try:
+        return json.dumps(
+            _encode_value(value, ""), sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False
+        )
+    except InvalidDocumentError:
+        raise
+    except RecursionError:
+        raise InvalidDocumentError(
+            "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
+        ) from None
+    except ValueError:  # Python converts at most 4,300 digits of an integer to text
+        raise InvalidDocumentError(
+            "The data holds an integer of over 4,300 digits: store it as a string."
+        ) from None
+
+
 def dumps(value: Any) -> str:
     """Strict compact JSON of a value (NaN, sets, bytes and naive datetimes are refused)."""
-    return json.dumps(_encode_value(value, ""), separators=(",", ":"), ensure_ascii=False)
+    return _json(value, sort_keys=False)
 
 
 def canonical(value: Any) -> str:
     """JSON with sorted keys: the same text for the same data, whatever its key order."""
-    return json.dumps(
-        _encode_value(value, ""), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    return _json(value, sort_keys=True)
+
+
+def utf8(text: str) -> bytes:
+    """The UTF-8 bytes of JSON text; a lone surrogate (not Unicode text) is refused."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidDocumentError(
+            f"The data holds a lone surrogate ({text[exc.start]!r}), which is not valid Unicode"
+            " text: pair it, or send the bytes as base64."
+        ) from None
 
 
 def loads(text: str | bytes) -> Any:
     """Decode what dumps wrote (datetimes come back as aware datetimes)."""
     return json.loads(text, object_hook=_decode_hook)
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A stored value oncefire cannot decode (written around it, or damaged), in place of
+    the value, so one bad row fails its own delivery and never a whole lease."""
+
+    error: str
+
+
+def decoded(value: Any) -> Any:
+    """value, unless it is an Undecodable: then a StoreError that says why."""
+    if isinstance(value, Undecodable):
+        raise StoreError(f"A stored value cannot be decoded: {value.error}.")
+    return value
+
+
+def loads_or_undecodable(text: str | bytes) -> Any:
+    """loads(text), or an Undecodable that says why not."""
+    try:
+        return loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return Undecodable(f"{type(exc).__name__}: {exc}")
 
 
 def encode_document(data: Any) -> str:
@@ -85,9 +136,10 @@ def encode_document(data: Any) -> str:
             f"Document data must be a dict of fields; got {type(data).__name__}."
         )
     text = dumps(data)
-    if len(text.encode()) > MAX_DOCUMENT_BYTES:
+    size = len(utf8(text))
+    if size > MAX_DOCUMENT_BYTES:
         raise DocumentTooLargeError(
-            f"The document is {len(text.encode()):,} bytes of JSON; the limit is "
+            f"The document is {size:,} bytes of JSON; the limit is "
             f"{MAX_DOCUMENT_BYTES:,}: split it or store large blobs elsewhere."
         )
     return text

@@ -7,94 +7,22 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec, paths
-from oncefire.clock import Clock, to_datetime
+from oncefire import codec, paths, transforms, usage
+from oncefire.clock import Clock
 from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, TransactionError
 from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.outbox import emit, subscribers
+from oncefire.lineage import CURRENT_LINEAGE
+from oncefire.messages import message_payload
+from oncefire.outbox import emit, is_filtered, subscribers
 from oncefire.query import Query, index_key
+from oncefire.query_plan import Shape
 from oncefire.stores.catalog import Fanout
 
 if TYPE_CHECKING:
     from oncefire.stores.base import DocumentTx, Store
     from oncefire.stores.catalog import Catalog
-
-
-class _Sentinel:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-SERVER_TIMESTAMP: Any = _Sentinel("SERVER_TIMESTAMP")
-DELETE_FIELD: Any = _Sentinel("DELETE_FIELD")
-
-
-@dataclass(frozen=True, slots=True)
-class Increment:
-    """A field transform: add `amount` to the stored number (a missing field counts as 0)."""
-
-    amount: int | float
-
-
-def _transform(current: Any, value: Any, now: float) -> Any:
-    if value is SERVER_TIMESTAMP:
-        return to_datetime(now)
-    if isinstance(value, Increment):
-        base = current if isinstance(current, int | float) and not isinstance(current, bool) else 0
-        return base + value.amount
-    if isinstance(value, dict):
-        return {k: _resolve(v, now) for k, v in value.items()}
-    return value
-
-
-def _resolve(value: Any, now: float) -> Any:
-    if value is DELETE_FIELD:
-        raise InvalidDocumentError("DELETE_FIELD is allowed only in update() or set(merge=True).")
-    if isinstance(value, dict):
-        return {k: _resolve(v, now) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, now) for v in value]
-    return _transform(None, value, now)
-
-
-def _merge(current: dict[str, Any], data: dict[str, Any], now: float) -> dict[str, Any]:
-    out = dict(current)
-    for key, value in data.items():
-        if value is DELETE_FIELD:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value, now)
-        else:
-            out[key] = _transform(out.get(key), value, now)
-    return out
-
-
-def _update(current: dict[str, Any], fields: dict[str, Any], now: float) -> dict[str, Any]:
-    out = codec.loads(codec.dumps(current))
-    for field_path, value in fields.items():
-        parts = field_path.split(".")
-        if not all(parts):
-            raise InvalidDocumentError(f"Bad field path {field_path!r}: use names joined by dots.")
-        node = out
-        for part in parts[:-1]:
-            if not isinstance(node.get(part), dict):
-                node[part] = {}
-            node = node[part]
-        if value is DELETE_FIELD:
-            node.pop(parts[-1], None)
-        else:
-            node[parts[-1]] = _transform(node.get(parts[-1]), _resolve_nested(value, now), now)
-    return dict(out)
-
-
-def _resolve_nested(value: Any, now: float) -> Any:
-    return _resolve(value, now) if isinstance(value, dict | list) else value
 
 
 class Transaction:
@@ -112,18 +40,20 @@ class Transaction:
 
     def get(self, ref: DocumentReference) -> DocumentSnapshot:
         """Read a document inside the transaction."""
+        usage.count_reads(1)
         return DocumentSnapshot.from_record(ref.path, self._check().get_document(ref.path))
 
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
         _check_fields(data)
+        usage.count_write()
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
         if merge and current is not None:
-            new = _merge(current["data"], data, now)
+            new = transforms.merge(current["data"], data, now)
         else:
-            new = _merge({}, data, now) if merge else _resolve(data, now)
+            new = transforms.merge({}, data, now) if merge else transforms.resolve(data, now)
         self._write(tx, ref.path, current, new, now)
 
     def create(self, ref: DocumentReference, data: dict[str, Any]) -> None:
@@ -138,17 +68,20 @@ class Transaction:
         tx = self._check()
         if not isinstance(fields, dict) or not fields:
             raise InvalidDocumentError("update() takes a non-empty dict of field paths to values.")
+        usage.count_write()
         current = tx.get_document(ref.path)
         if current is None:
             raise DocumentNotFoundError(
                 f"Cannot update {ref.path!r}: it does not exist. Use set() to create it."
             )
         now = self._db.clock.now()
-        self._write(tx, ref.path, current, _update(current["data"], fields, now), now)
+        new = transforms.apply_update(current["data"], fields, now)
+        self._write(tx, ref.path, current, new, now)
 
     def delete(self, ref: DocumentReference) -> None:
         """Delete a document (deleting a missing one does nothing)."""
         tx = self._check()
+        usage.count_write()
         current = tx.get_document(ref.path)
         if current is None:
             return
@@ -165,11 +98,27 @@ class Transaction:
                 f"claim(ttl={ttl}): use a positive, finite number of seconds."
             )
         now = self._db.clock.now()
+        usage.count_write()
         is_new = tx.claim_key(key, now, now + ttl)
         current = CURRENT_EVENT.get()
         if not is_new and current is not None:
             tx.record_dedupe(current.function, now)
         return is_new
+
+    def publish(self, topic: str, data: Any, attributes: dict[str, str] | None = None) -> str:
+        """Publish a message on a topic with this transaction: delivered only if it commits."""
+        tx = self._check()
+        payload = message_payload(topic, data, attributes)
+        usage.count_write()
+        event = emit(
+            tx,
+            event_type=EventType.MESSAGE_PUBLISHED,
+            source=topic,
+            data=payload,
+            now=self._db.clock.now(),
+        )
+        assert event is not None  # a new id is never a duplicate
+        return event.id
 
     def _write(
         self,
@@ -260,6 +209,7 @@ class DocumentReference:
 
     def get(self) -> DocumentSnapshot:
         """The document now (exists=False if missing)."""
+        usage.count_reads(1)
         with self._db.reading() as tx:
             return DocumentSnapshot.from_record(self.path, tx.get_document(self.path))
 
@@ -297,6 +247,8 @@ class DocumentReference:
 
 class CollectionReference(Query):
     """A collection: make references, add documents, query."""
+
+    _db: Database  # the Reader a query needs, and the whole database
 
     def __init__(self, db: Database, path: str) -> None:
         super().__init__(db, paths.collection_path(path))
@@ -338,6 +290,7 @@ class Database:
         self.store = store
         self.clock = clock
         self._local = threading.local()
+        self.warned_shapes: set[Shape] = set()  # queries logged as reading a whole collection
 
     def collection(self, path: str) -> CollectionReference:
         """A collection by path ('orders' or 'orders/o1/items')."""
@@ -365,6 +318,10 @@ class Database:
                 tx.is_open = False
                 self._local.tx = None
 
+    def active_transaction(self) -> Transaction | None:
+        """The transaction this thread has open, if any."""
+        return getattr(self._local, "tx", None)
+
     @contextmanager
     def reading(self) -> Iterator[DocumentTx]:
         """The open transaction of this thread if any, else a read snapshot."""
@@ -383,16 +340,19 @@ class Database:
         the catalogue it was given (functions, index fields) is checked there, in the same
         statement.
         """
-        set_document = getattr(self.store, "set_document", None)
-        if set_document is None or getattr(self._local, "tx", None) is not None:
+        if not self.store.has_one_statement_write or getattr(self._local, "tx", None) is not None:
             return False
+        if CURRENT_LINEAGE.get() is not None:
+            return False  # a write from inside a function carries its lineage: a transaction
         _check_fields(data)
         now = self.clock.now()
-        new = _resolve(data, now)
+        new = transforms.resolve(data, now)
         data_json = codec.encode_document(new)
         collection = paths.parent_of(path)
 
-        def fanout_of(catalog: Catalog) -> Fanout:
+        def fanout_of(catalog: Catalog) -> Fanout | None:
+            if is_filtered(catalog.functions, EventType.DOCUMENT_UPDATED, path):
+                return None  # which functions an update starts depends on the old document
             fields = catalog.fields_of(collection)
             return Fanout(
                 subscribers(catalog.functions, EventType.DOCUMENT_CREATED, path),
@@ -400,7 +360,10 @@ class Database:
                 _index_entries(new, fields) if fields else None,
             )
 
-        return bool(set_document(path, data_json, now, codec.new_id(now), fanout_of))
+        is_written = self.store.set_document(path, data_json, now, codec.new_id(now), fanout_of)
+        if is_written:  # False: the transaction it falls back to counts the write
+            usage.count_write()
+        return is_written
 
     def run_transaction(self, body: Callable[[Transaction], Any]) -> Any:
         """Run body(tx) in a transaction and return what it returns."""

@@ -23,6 +23,10 @@ class DocumentTooLargeError(InvalidDocumentError):
     """A document's JSON encoding is over the 1 MiB limit."""
 
 
+class InvalidMessageError(OncefireError, ValueError):
+    """A topic message cannot be published: its attributes or data are not as required."""
+
+
 class DocumentNotFoundError(OncefireError, LookupError):
     """An update named a document that does not exist."""
 
@@ -39,8 +43,17 @@ class ConfigError(OncefireError, ValueError):
     """A setting, trigger option or store URL is invalid."""
 
 
+class PriceTableError(ConfigError):
+    """A price table for `oncefire cost` cannot be read or holds a bad value."""
+
+
 class StoreError(OncefireError):
     """The store failed; the driver's error is chained as the cause."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be reached, or stayed busy, full or read-only: the same operation
+    may succeed later (never a reason to give up on the data it carried)."""
 
 
 class SchemaVersionError(StoreError):
@@ -75,6 +88,10 @@ class PermanentError(FunctionError):
     """Raised by a function to park its delivery as a dead letter at once, never retried."""
 
 
+class UndecodablePayloadError(PermanentError):
+    """An event's stored payload cannot be decoded: its delivery is a dead letter at once."""
+
+
 class PayloadMismatchError(PermanentError):
     """An idempotency key was reused with a different payload."""
 
@@ -88,3 +105,11 @@ class ClaimHeldError(OncefireError):
     def __init__(self, message: str, delay: float | None = None) -> None:
         super().__init__(message)
         self.delay = delay
+
+
+class EventNotFoundError(OncefireError, LookupError):
+    """No event with that id is stored."""
+
+
+class FunctionNotFoundError(OncefireError, LookupError):
+    """No function of that name is stored."""

@@ -19,11 +19,16 @@ class EventType(StrEnum):
     DOCUMENT_DELETED = "document.deleted"
     MESSAGE_PUBLISHED = "message.published"
     SCHEDULE_TICK = "schedule.tick"
+    HTTP_REQUEST = "http.request"
+    ROW_INSERTED = "row.inserted"
+    ROW_UPDATED = "row.updated"
+    ROW_DELETED = "row.deleted"
 
 
 DOCUMENT_TYPES = frozenset(
     {EventType.DOCUMENT_CREATED, EventType.DOCUMENT_UPDATED, EventType.DOCUMENT_DELETED}
 )
+ROW_TYPES = frozenset({EventType.ROW_INSERTED, EventType.ROW_UPDATED, EventType.ROW_DELETED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +41,8 @@ class StoredEvent:
     time: float
     data: dict[str, Any]
     size: int
+    root_id: str | None = None  # the first event of its chain of function writes; None: a root
+    depth: int = 0  # how many function writes led to it (see lineage.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,15 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class RowChange:
+    """A row of a watched table before and after a change, as dicts (None where absent)."""
+
+    table: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """A message published on a topic."""
 
@@ -146,6 +162,8 @@ def view_of(event: StoredEvent, *, as_change: bool = False) -> Any:
         if event.type == EventType.DOCUMENT_DELETED:
             return before
         return Change(before, after)
+    if event.type in ROW_TYPES:
+        return RowChange(data.get("table", ""), data.get("before"), data.get("after"))
     if event.type == EventType.MESSAGE_PUBLISHED:
         return Message(
             event.id,

@@ -6,26 +6,35 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+import time
 import traceback
+from collections import Counter
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec
-from oncefire.clock import to_datetime
-from oncefire.errors import ClaimHeldError, PermanentError, Retry
-from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event, view_of
+from oncefire import lineage, parking
+from oncefire.attempt_event import build_event as build_event
+from oncefire.errors import (
+    ClaimHeldError,
+    PermanentError,
+    Retry,
+    StoreUnavailableError,
+    UndecodablePayloadError,
+)
+from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
 from oncefire.retry import Outcome, decide
+from oncefire.runtime import CURRENT_RUNTIME
 from oncefire.stores.base import AttemptResult, Claimed
+from oncefire.usage import CURRENT_OPS, StoreOps
 
 if TYPE_CHECKING:
-    from oncefire.app import App
+    from oncefire.runtime import Runtime
     from oncefire.triggers import Trigger
 
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
-TRUNCATED_PAYLOAD_CHARS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,16 @@ class Ending:
     requested_delay: float | None = None
     started_at: float | None = None  # by the app's clock; None: when it was claimed
     finished_at: float | None = None  # by the app's clock; None: when it is recorded
+    cpu_seconds: float | None = None  # CPU time of the call's thread; None for async functions
+    ops: StoreOps | None = None  # the store reads and writes the function made; None: not run
+
+
+def storable(text: str | None) -> str | None:
+    """Text every store can hold: lone surrogates become U+FFFD and NUL is written as \\x00."""
+    if text is None:
+        return None
+    clean = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return clean.replace("\x00", "\\x00")
 
 
 def describe(exc: BaseException) -> str:
@@ -45,23 +64,6 @@ def describe(exc: BaseException) -> str:
     tail = "".join(traceback.format_exception(exc)[-6:])
     text = head if not tail else f"{head}\n{tail}"
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
-
-
-def build_event(trigger: Trigger, claimed: Claimed) -> Event:
-    """The Event object a function receives for a claimed delivery."""
-    stored = claimed.event
-    return Event(
-        id=stored.id,
-        type=stored.type,
-        source=stored.source,
-        time=to_datetime(stored.time),
-        data=view_of(stored, as_change=trigger.is_change),
-        params=trigger.matches(stored.type, stored.source) or {},
-        attempt=claimed.attempt,
-        size=stored.size,
-        function=trigger.name,
-        raw=stored.data,
-    )
 
 
 def classify(trigger: Trigger, exc: BaseException) -> Ending:
@@ -73,27 +75,43 @@ def classify(trigger: Trigger, exc: BaseException) -> Ending:
     return Ending(Outcome.FAILED, describe(exc))
 
 
-def call(app: App, trigger: Trigger, event: Event) -> Ending:
+def call(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
     """Run the function once in this thread (an async one on a loop of its own)."""
     if trigger.is_async:
-        return asyncio.run(call_async(app, trigger, event))
+        return asyncio.run(call_async(rt, trigger, event))
     token = CURRENT_EVENT.set(event)
-    app_token = CURRENT_APP.set(app)
+    app_token = CURRENT_APP.set(rt.app)
+    rt_token = CURRENT_RUNTIME.set(rt)
+    ops = StoreOps()
+    ops_token = CURRENT_OPS.set(ops)
+    # CPU time of this thread only: what the function itself burned, not the worker's.
+    cpu_start = time.thread_time()
     try:
         trigger.fn(event)
+        ending = Ending(Outcome.SUCCEEDED)
     except BaseException as exc:
-        return classify(trigger, exc)
+        ending = classify(trigger, exc)
     finally:
         CURRENT_EVENT.reset(token)
         CURRENT_APP.reset(app_token)
-    return Ending(Outcome.SUCCEEDED)
+        CURRENT_RUNTIME.reset(rt_token)
+        CURRENT_OPS.reset(ops_token)
+    return replace(ending, cpu_seconds=time.thread_time() - cpu_start, ops=ops)
 
 
-async def call_async(app: App, trigger: Trigger, event: Event) -> Ending:
+async def call_async(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
     """Await an async function once, cancelling it when it runs past its timeout."""
     # Each task runs in a copy of the context, so these settings stay with this attempt.
     CURRENT_EVENT.set(event)
-    CURRENT_APP.set(app)
+    CURRENT_APP.set(rt.app)
+    CURRENT_RUNTIME.set(rt)
+    ops = StoreOps()
+    CURRENT_OPS.set(ops)
+    return replace(await _await(trigger, event), ops=ops)
+
+
+async def _await(trigger: Trigger, event: Event) -> Ending:
+    """The ending of one await of an async function, within its timeout."""
     timer = asyncio.timeout(trigger.options.timeout)
     try:
         async with timer:
@@ -179,21 +197,60 @@ def _first_line(text: str | None) -> str:
     return (text or "").splitlines()[0] if text else ""
 
 
-def _finished_at(app: App, ending: Ending) -> float:
-    return app.clock.now() if ending.finished_at is None else ending.finished_at
+def _ops_of(ending: Ending) -> tuple[int | None, int | None]:
+    """(reads, writes) of an ending, for its attempt row."""
+    return (None, None) if ending.ops is None else (ending.ops.reads, ending.ops.writes)
 
 
-def record_many(app: App, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> None:
-    """Record many endings in one store transaction; successes in one statement."""
+def _finished_at(rt: Runtime, ending: Ending) -> float:
+    return rt.clock.now() if ending.finished_at is None else ending.finished_at
+
+
+def record_each(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> Counter[str]:
+    """Record endings one transaction each, after a batch of them failed: one that still
+    cannot be recorded becomes a dead letter with the reason, so its batch-mates never run
+    again because of it. Raises StoreError if even that fails (the store is down). Returns
+    the outcomes recorded (a dead letter made so counts as permanent)."""
+    recorded: Counter[str] = Counter()
+    for trigger, claimed, ending in items:
+        try:
+            with rt.store.batch():
+                if record(rt, trigger, claimed, ending):
+                    recorded[ending.outcome] += 1
+        except StoreUnavailableError:
+            raise  # the store, not this record: recorded when it is back (the worker retries)
+        except Exception as exc:
+            reason = storable(
+                f"oncefire could not record attempt {claimed.attempt} "
+                f"({ending.outcome}): {type(exc).__name__}: {exc}"
+            )
+            result = AttemptResult(Outcome.PERMANENT, _finished_at(rt, ending), reason)
+            with rt.store.batch():
+                is_buried = rt.store.bury(claimed.lease, result, reason, None)
+            if is_buried:
+                recorded[Outcome.PERMANENT] += 1
+                _log(trigger, claimed, f"{reason}; dead letter", level=logging.ERROR)
+    return recorded
+
+
+def record_many(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> Counter[str]:
+    """Record many endings in one store transaction; successes in one statement. Returns
+    the outcomes recorded: an ending whose lease was lost is not."""
+    recorded: Counter[str] = Counter()
     successes = [item for item in items if item[2].outcome is Outcome.SUCCEEDED]
-    with app.store.batch():
+    with rt.store.batch():
         if successes:
-            done = app.store.complete_many(
+            done = rt.store.complete_many(
                 [
                     (
                         claimed.lease,
                         AttemptResult(
-                            ending.outcome, _finished_at(app, ending), None, ending.started_at
+                            ending.outcome,
+                            _finished_at(rt, ending),
+                            None,
+                            ending.started_at,
+                            ending.cpu_seconds,
+                            *_ops_of(ending),
                         ),
                     )
                     for _, claimed, ending in successes
@@ -201,20 +258,23 @@ def record_many(app: App, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> N
             )
             for trigger, claimed, _ in successes:
                 if claimed.lease.delivery_id in done:
+                    recorded[Outcome.SUCCEEDED] += 1
                     _log(trigger, claimed, "succeeded", level=logging.DEBUG)
                 else:
                     _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
         for trigger, claimed, ending in items:
-            if ending.outcome is not Outcome.SUCCEEDED:
-                record(app, trigger, claimed, ending)
+            if ending.outcome is not Outcome.SUCCEEDED and record(rt, trigger, claimed, ending):
+                recorded[ending.outcome] += 1
+    return recorded
 
 
 LEASE_LOST = "lease lost, result discarded"
 
 
-def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
+def record(rt: Runtime, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
     """Apply the retry rules to an ending and record it; False if the lease was lost."""
-    now = _finished_at(app, ending)
+    ending = replace(ending, error=storable(ending.error))
+    now = _finished_at(rt, ending)
     decision = decide(
         ending.outcome,
         attempt=claimed.attempt,
@@ -223,54 +283,78 @@ def record(app: App, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool
         is_retry_enabled=trigger.options.retry,
         error=ending.error,
         requested_delay=ending.requested_delay,
-        is_oversized=claimed.event.size > app.settings.max_payload_bytes,
+        is_oversized=claimed.event.size > rt.settings.max_payload_bytes,
     )
-    result = AttemptResult(ending.outcome, now, ending.error, ending.started_at)
+    result = AttemptResult(
+        ending.outcome, now, ending.error, ending.started_at, ending.cpu_seconds, *_ops_of(ending)
+    )
     lease = claimed.lease
+    parked_as = "dead letter"
     if decision.state == "succeeded":
-        is_recorded = app.store.complete(lease, result)
+        is_recorded = rt.store.complete(lease, result)
     elif decision.state == "pending":
         assert decision.run_at is not None
-        is_recorded = app.store.retry(lease, result, decision.run_at)
-    elif trigger.dead_letter_topic is not None and not decision.truncate:
-        is_recorded = app.forward(trigger, claimed, lease, result)
-    else:
-        truncated = None
-        if decision.truncate:
-            text = codec.dumps(claimed.event.data)
-            truncated = codec.dumps(
-                {"truncated": text[:TRUNCATED_PAYLOAD_CHARS], "size": claimed.event.size}
-            )
-        is_recorded = app.store.bury(lease, result, decision.error, truncated)
+        is_recorded = rt.store.retry(lease, result, decision.run_at)
+    else:  # a dead letter (full payload kept), or forwarded when something receives it
+        is_recorded, parked_as = parking.park(
+            rt.store,
+            trigger,
+            claimed,
+            result,
+            storable(decision.error),
+            may_forward=not decision.truncate,
+            now=rt.clock.now(),
+        )
     if not is_recorded:
         _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
     elif decision.state == "pending":
         wait = (decision.run_at or now) - now
         what = f"{ending.outcome}: {_first_line(ending.error)}; next attempt in {wait:.1f} s"
-        _log(trigger, claimed, what)
+        _log(trigger, claimed, what, level=logging.WARNING)  # seen with no logging set up
     elif decision.state == "dead":
-        what = f"{ending.outcome}: {_first_line(decision.error)}; dead letter"
+        what = f"{ending.outcome}: {_first_line(decision.error)}; {parked_as}"
         _log(trigger, claimed, what, level=logging.WARNING)
     else:
         _log(trigger, claimed, "succeeded", level=logging.DEBUG)
     return is_recorded
 
 
-def run(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
+def prepare(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending | tuple[float, Event]:
+    """(start time, event) of an attempt, or the ending of one that cannot start: too old
+    (max_event_age), or an error outside the function, a failed attempt with its cause."""
+    try:
+        expired = expiry_error(trigger, claimed)
+        if expired is not None:
+            return Ending(Outcome.EXPIRED, expired)
+        return rt.clock.now(), build_event(trigger, claimed)
+    except UndecodablePayloadError as exc:  # the same bytes will never decode: no retry
+        return Ending(Outcome.PERMANENT, describe(exc))
+    except Exception as exc:
+        return outside_failure(exc)
+
+
+def run(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending:
     """Run one claimed delivery to its end (expiry checked first); the caller records it."""
-    expired = expiry_error(trigger, claimed)
-    if expired is not None:
-        return Ending(Outcome.EXPIRED, expired)
-    started_at = app.clock.now()
-    ending = call(app, trigger, build_event(trigger, claimed))
-    return replace(ending, started_at=started_at, finished_at=app.clock.now())
+    prepared = prepare(rt, trigger, claimed)
+    if isinstance(prepared, Ending):
+        return prepared
+    started_at, event = prepared
+    with lineage.running(claimed.event, rt.settings.max_event_depth):  # what it writes
+        ending = call(rt, trigger, event)
+    return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 
 
-async def run_async(app: App, trigger: Trigger, claimed: Claimed) -> Ending:
+async def run_async(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending:
     """run() for an async function, on the worker's event loop."""
-    expired = expiry_error(trigger, claimed)
-    if expired is not None:
-        return Ending(Outcome.EXPIRED, expired)
-    started_at = app.clock.now()
-    ending = await call_async(app, trigger, build_event(trigger, claimed))
-    return replace(ending, started_at=started_at, finished_at=app.clock.now())
+    prepared = prepare(rt, trigger, claimed)
+    if isinstance(prepared, Ending):
+        return prepared
+    started_at, event = prepared
+    with lineage.running(claimed.event, rt.settings.max_event_depth):  # this task's context
+        ending = await call_async(rt, trigger, event)
+    return replace(ending, started_at=started_at, finished_at=rt.clock.now())
+
+
+def outside_failure(exc: BaseException) -> Ending:
+    """A failed attempt for an error raised outside the function (building its event)."""
+    return Ending(Outcome.FAILED, f"oncefire could not run the function: {describe(exc)}")

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import inspect
 import logging
-import math
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,18 +34,27 @@ from oncefire.errors import (
     OncefireError,
     PayloadMismatchError,
     PermanentError,
+    StoreError,
 )
-from oncefire.events import CURRENT_APP, Event
+from oncefire.events import Event
+from oncefire.retry import is_real
+from oncefire.runtime import CURRENT_RUNTIME
 from oncefire.stores.base import IdempotencyRecord
 
 if TYPE_CHECKING:
-    from oncefire.app import App
+    from oncefire.runtime import Runtime
     from oncefire.triggers import Options
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 IN_PROGRESS, COMPLETED = "in_progress", "completed"
 CLAIM_TRIES = 5  # a key that changes hands more often between two statements is retried later
+COMPLETE_FOR = 10.0  # seconds a completion is retried across a store restart before giving up
+# A record whose lease ran out is taken over only this much later: its holder may be alive and
+# still completing it across a store restart (COMPLETE_FOR), and a take-over would repeat the
+# effect it already had.
+TAKE_OVER_AFTER = COMPLETE_FOR
+COMPLETE_BACKOFF = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +65,7 @@ class IdempotencySpec:
     ttl: float
     key: Callable[[Event], Any]
     owner: str = ""  # the decorated function's qualified name
+    helper: str = ""  # its plain name: part of the record's key
 
 
 def check_registration(name: str, fn: Callable[..., Any], options: Options) -> None:
@@ -81,17 +91,22 @@ def check_registration(name: str, fn: Callable[..., Any], options: Options) -> N
         )
 
 
+def record_key(function: str, helper: str, key: str) -> str:
+    """The stored key of an @idempotent record: per function, per helper, per key."""
+    return f"{function}/{helper}/{key}"
+
+
 def payload_hash(event: Event, owner: str = "") -> str:
     """A hash of the event's stored payload, whatever its key order (taken before the run),
     and of the @idempotent function that claims it."""
     return hashlib.sha256(codec.canonical([owner, event.raw]).encode()).hexdigest()
 
 
-def _app() -> App:
-    app = CURRENT_APP.get()
-    if app is None:
+def _runtime() -> Runtime:
+    rt = CURRENT_RUNTIME.get()
+    if rt is None:
         raise OncefireError("An @idempotent function must run under an oncefire trigger.")
-    return app  # type: ignore[no-any-return]
+    return rt
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +117,7 @@ class _Claim:
     is_done: bool = False
 
 
-def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
+def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
     named = spec.key(event)
     shown = "" if named is None else str(named)
     if not shown:
@@ -111,12 +126,12 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
             f"The idempotency key of {event.function!r} for event {event.id} is empty or None: "
             "make key= return a non-empty string."
         )
-    # Records are kept per function (names have no '/'), so two functions on one event each
-    # run once; two helpers sharing a key inside one function differ in their hash instead.
-    key = f"{event.function}/{shown}"
+    # Records are kept per function and helper (neither name has a '/'), so two functions on
+    # one event each run once, and so do two helpers called by one function.
+    key = record_key(event.function, spec.helper, shown)
     digest = payload_hash(event, spec.owner)
     token = uuid.uuid4().hex
-    now = app.clock.now()
+    now = rt.clock.now()
     claimed = IdempotencyRecord(
         key,
         event.function,
@@ -127,7 +142,7 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
         now + max(spec.ttl, spec.lease),
         None,
     )
-    store = app.store
+    store = rt.store
     for _ in range(CLAIM_TRIES):
         # The common case, a new (or expired) key, is this one statement.
         if store.claim_idempotency(claimed, now):
@@ -152,9 +167,17 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
                 f"ends in {record.lease_until - now:.0f} s; this attempt is retried later.",
                 delay=record.lease_until - now,
             )
+        held_until = record.lease_until + TAKE_OVER_AFTER
+        if held_until > now:
+            raise ClaimHeldError(
+                f"Idempotency key {shown!r} is held by an attempt whose lease ended "
+                f"{now - record.lease_until:.0f} s ago: its holder may still be completing it "
+                f"across a store restart, so it is taken over in {held_until - now:.0f} s.",
+                delay=held_until - now,
+            )
         # Guarded by the token read: of two attempts taking over one key, one wins, and a
         # holder that completes or releases meanwhile keeps its record.
-        if store.take_over_idempotency(claimed, record.token, now):
+        if store.take_over_idempotency(claimed, record.token, now - TAKE_OVER_AFTER):
             log.warning("taking over idempotency key %r after its lease ran out", shown)
             return _Claim(key, token)
     raise ClaimHeldError(
@@ -163,19 +186,33 @@ def _acquire(app: App, spec: IdempotencySpec, event: Event) -> _Claim:
     )
 
 
-def _finish(app: App, spec: IdempotencySpec, claim: _Claim, result: Any) -> None:
+def _finish(rt: Runtime, spec: IdempotencySpec, claim: _Claim, result: Any) -> None:
     try:
         result_json: str | None = codec.dumps(result)
     except InvalidDocumentError:
         log.warning("the result of idempotency key %r is not JSON; null is stored", claim.key)
         result_json = None
-    now = app.clock.now()
-    if not app.store.complete_idempotency(claim.key, claim.token, now, now + spec.ttl, result_json):
+    # The effect has happened: a lost completion would run it again on retry, so a store that
+    # restarts (or drops the connection) meanwhile is tried again for a while.
+    give_up_at = time.monotonic() + COMPLETE_FOR
+    while True:
+        now = rt.clock.now()
+        try:
+            is_completed = rt.store.complete_idempotency(
+                claim.key, claim.token, now, now + spec.ttl, result_json
+            )
+            break
+        except StoreError as exc:
+            if time.monotonic() >= give_up_at:
+                raise
+            log.warning("completing idempotency key %r failed (%s); trying again", claim.key, exc)
+            time.sleep(COMPLETE_BACKOFF)
+    if not is_completed:
         log.warning("idempotency key %r was taken over; this result is discarded", claim.key)
 
 
-def _release(app: App, claim: _Claim) -> None:
-    app.store.release_idempotency(claim.key, claim.token)
+def _release(rt: Runtime, claim: _Claim) -> None:
+    rt.store.release_idempotency(claim.key, claim.token)
 
 
 def idempotent(
@@ -185,8 +222,10 @@ def idempotent(
 ) -> Callable[[F], F]:
     """Run the function once per key; a repeat returns the stored result without running."""
     # Finite, so every in-progress claim expires even if no attempt ever comes back to it.
-    if not all(math.isfinite(v) and v > 0 for v in (lease, ttl)):
+    if not all(is_real(v) and v > 0 for v in (lease, ttl)):
         raise ConfigError("@idempotent lease and ttl must be positive, finite numbers of seconds.")
+    if not callable(key):
+        raise ConfigError(f"@idempotent(key={key!r}) must be a function of the event.")
 
     def decorator(fn: F) -> F:
         registered = getattr(fn, "__oncefire_trigger__", None)
@@ -196,22 +235,22 @@ def idempotent(
                 "would run the function unguarded: put @idempotent below it, next to the def."
             )
         # The qualified name alone: the module name depends on how the app was imported.
-        spec = IdempotencySpec(lease, ttl, key, fn.__qualname__)
+        spec = IdempotencySpec(lease, ttl, key, fn.__qualname__, fn.__name__)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(event: Event) -> Any:
-                app = _app()
+                rt = _runtime()
                 # Store calls run in a thread: a busy store must not stall the event loop.
-                claim = await asyncio.to_thread(_acquire, app, spec, event)
+                claim = await asyncio.to_thread(_acquire, rt, spec, event)
                 if claim.is_done:
                     return claim.result
                 try:
                     result = await fn(event)
                 except BaseException:
-                    _release(app, claim)  # at once, even while the task is being cancelled
+                    _release(rt, claim)  # at once, even while the task is being cancelled
                     raise
-                await asyncio.to_thread(_finish, app, spec, claim, result)
+                await asyncio.to_thread(_finish, rt, spec, claim, result)
                 return result
 
             run_async.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]
@@ -219,16 +258,16 @@ def idempotent(
 
         @functools.wraps(fn)
         def run(event: Event) -> Any:
-            app = _app()
-            claim = _acquire(app, spec, event)
+            rt = _runtime()
+            claim = _acquire(rt, spec, event)
             if claim.is_done:
                 return claim.result
             try:
                 result = fn(event)
             except BaseException:
-                _release(app, claim)
+                _release(rt, claim)
                 raise
-            _finish(app, spec, claim, result)
+            _finish(rt, spec, claim, result)
             return result
 
         run.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]

@@ -1,4 +1,8 @@
-"""Document and collection paths, ids, and trigger path patterns with {wildcards}."""
+"""Document and collection paths, ids, and trigger path patterns with {wildcards}.
+
+A pattern segment is a literal id, a wildcard `{name}` (one segment), or at most one
+multi-segment wildcard `{name=**}` (one or more segments; the param is the joined path).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from oncefire.errors import InvalidPathError, InvalidPatternError
 
 MAX_ID_BYTES = 1500
-_WILDCARD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+_WILDCARD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)(=\*\*)?\}$")
 
 
 def check_id(segment: str, what: str = "id") -> str:
@@ -60,11 +64,12 @@ def parent_of(doc_path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Pattern:
-    """A document path pattern such as 'orders/{orderId}/items/{itemId}'."""
+    """A document path pattern such as 'orders/{orderId}/items/{itemId}' or 'logs/{rest=**}'."""
 
     text: str
     segments: tuple[str, ...]
     wildcards: tuple[str | None, ...]
+    rest: int | None = None  # the index of the {name=**} segment, if any
 
     @classmethod
     def parse(cls, text: str, *, depth: str = "document") -> Pattern:
@@ -73,14 +78,28 @@ class Pattern:
             raise InvalidPatternError(f"A path pattern must be a non-empty string; got {text!r}.")
         segments = tuple(text.strip("/").split("/"))
         names: list[str | None] = []
-        for segment in segments:
+        rest: int | None = None
+        for index, segment in enumerate(segments):
             match = _WILDCARD.match(segment)
-            if match:
+            if match and match.group(2):
+                if rest is not None:
+                    raise InvalidPatternError(
+                        f"Pattern {text!r} has two multi-segment wildcards: use at most one "
+                        "{name=**}."
+                    )
+                rest = index
                 names.append(match.group(1))
+            elif match:
+                names.append(match.group(1))
+            elif "*" in segment:
+                raise InvalidPatternError(
+                    f"Bad segment {segment!r} in {text!r}: '*' is not a wildcard here; name it, "
+                    "like {orderId} for one segment or {path=**} for one or more."
+                )
             elif "{" in segment or "}" in segment:
                 raise InvalidPatternError(
                     f"Bad wildcard {segment!r} in {text!r}: a wildcard is a whole segment "
-                    "like {orderId}, made of letters, digits and underscores."
+                    "like {orderId} (or {path=**}), made of letters, digits and underscores."
                 )
             else:
                 try:
@@ -91,20 +110,43 @@ class Pattern:
         bound = [n for n in names if n]
         if len(bound) != len(set(bound)):
             raise InvalidPatternError(f"Pattern {text!r} uses the same wildcard name twice.")
-        if depth == "document" and len(segments) % 2:
+        # A {name=**} segment can stand for any depth, so only a fixed pattern is checked.
+        if depth == "document" and rest is None and len(segments) % 2:
             raise InvalidPatternError(
                 f"Pattern {text!r} names a collection: a document pattern has an even number "
                 "of segments, like 'orders/{orderId}'."
             )
-        return cls("/".join(segments), segments, tuple(names))
+        return cls("/".join(segments), segments, tuple(names), rest)
 
     def match(self, path: str) -> dict[str, str] | None:
         """The wildcard values if path matches this pattern, else None."""
         parts = path.split("/")
-        if len(parts) != len(self.segments):
+        if self.rest is None:
+            return self._match_fixed(parts, self.segments, self.wildcards)
+        after = len(self.segments) - self.rest - 1
+        if len(parts) < len(self.segments):  # {name=**} takes at least one segment
+            return None
+        head = self._match_fixed(
+            parts[: self.rest], self.segments[: self.rest], self.wildcards[: self.rest]
+        )
+        tail_parts = parts[len(parts) - after :] if after else []
+        tail = self._match_fixed(
+            tail_parts, self.segments[self.rest + 1 :], self.wildcards[self.rest + 1 :]
+        )
+        if head is None or tail is None:
+            return None
+        name = self.wildcards[self.rest]
+        assert name is not None
+        return {**head, name: "/".join(parts[self.rest : len(parts) - after]), **tail}
+
+    @staticmethod
+    def _match_fixed(
+        parts: list[str], segments: tuple[str, ...], wildcards: tuple[str | None, ...]
+    ) -> dict[str, str] | None:
+        if len(parts) != len(segments):
             return None
         params: dict[str, str] = {}
-        for part, literal, name in zip(parts, self.segments, self.wildcards, strict=True):
+        for part, literal, name in zip(parts, segments, wildcards, strict=True):
             if name is not None:
                 params[name] = part
             elif part != literal:

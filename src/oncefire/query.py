@@ -1,17 +1,37 @@
-"""Queries on a collection: where / order_by / limit, evaluated the same on every store."""
+"""Queries on a collection: where / order_by / limit, evaluated the same on every store.
+
+A query reads its collection in pages (keyset pagination), through the index of a declared
+field when one serves it (query_plan), and checks every filter in Python on what it reads.
+When the rows come in the query's order the read stops at the limit; a query that no index
+serves reads the whole collection, page by page, and says so once in the log.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Protocol
 
+from oncefire import query_plan, usage
 from oncefire.errors import InvalidDocumentError
 from oncefire.events import DocumentSnapshot
+from oncefire.index_keys import index_key
+from oncefire.index_keys import rank as _rank
 
 if TYPE_CHECKING:
-    from oncefire.documents import Database
+    from oncefire.stores.base import DocumentTx
+
+
+class Reader(Protocol):
+    """What a query reads through (documents.Database)."""
+
+    warned_shapes: set[query_plan.Shape]
+
+    def reading(self) -> AbstractContextManager[DocumentTx]:
+        """The open transaction of this thread if any, else a read snapshot."""
+        ...
+
 
 OPERATORS = (
     "==",
@@ -26,30 +46,9 @@ OPERATORS = (
     "array-contains-any",
 )
 _MISSING = object()
+PAGE = 500  # documents read a round trip
 
-
-def index_key(value: Any) -> str:
-    """The canonical text of a value in a field index (1 and 1.0 are the same key)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, datetime):
-        return "t:" + value.astimezone(UTC).isoformat()  # as stored: in UTC
-    return "j:" + json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _rank(value: Any) -> tuple[int, Any]:
-    """A sort key that orders values of different types as Firestore does."""
-    if value is None:
-        return (0, 0)
-    if isinstance(value, bool):
-        return (1, value)
-    if isinstance(value, int | float):
-        return (2, value)
-    if isinstance(value, datetime):
-        return (3, value.timestamp())
-    if isinstance(value, str):
-        return (4, value)
-    return (5, json.dumps(value, sort_keys=True, default=str))
+__all__ = ["OPERATORS", "PAGE", "Query", "index_key"]
 
 
 def _compare(op: str, field: Any, value: Any) -> bool:
@@ -86,7 +85,7 @@ class Query:
 
     def __init__(
         self,
-        db: Database,
+        db: Reader,
         path: str,
         filters: tuple[tuple[str, str, Any], ...] = (),
         orders: tuple[tuple[str, bool], ...] = (),
@@ -129,28 +128,63 @@ class Query:
         return self._copy(count=count)
 
     def stream(self) -> Iterator[DocumentSnapshot]:
-        """The matching documents, in order."""
-        yield from self.get()
+        """The matching documents, in order, read page by page (memory bounded by a page
+        when an index gives the query's order, or when there is no order_by)."""
+        returned = 0
+        try:
+            for snap in self._matching():
+                returned += 1
+                yield snap
+        finally:  # a function's store reads, for `oncefire cost`
+            usage.count_reads(returned)
 
-    def get(self) -> list[DocumentSnapshot]:
-        """The matching documents as a list, in order."""
+    def _matching(self) -> Iterator[DocumentSnapshot]:
         with self._db.reading() as tx:
-            equals = None
-            indexed = set(tx.index_fields(self.path))
-            for field, op, value in self._filters:
-                if op == "==" and field in indexed:
-                    equals = (field, index_key(value))
-                    break
-            snaps = [
-                DocumentSnapshot.from_record(path, record)
-                for path, record in tx.list_documents(self.path, equals)
-            ]
-        snaps = [
-            s
-            for s in snaps
-            if all(_compare(op, s.get(f, _MISSING), v) for f, op, v in self._filters)
-        ]
+            indexed = set(tx.complete_index_fields(self.path))
+        plan = query_plan.choose(self._filters, self._orders, indexed)
+        if plan.field is None:
+            query_plan.warn_full_read(
+                self._db.warned_shapes, self.path, self._filters, self._orders
+            )
+        if plan.is_empty or self._count == 0:
+            return
+        matching = (
+            snap
+            for snap in self._read(plan)
+            if all(_compare(op, snap.get(f, _MISSING), v) for f, op, v in self._filters)
+        )
+        if plan.is_ordered:
+            yield from islice(matching, self._count)
+            return
+        snaps = list(matching)
+        last_is_desc = self._orders[-1][1] if self._orders else False
+        # Ties follow the last order's direction by path, as Firestore orders them.
+        snaps.sort(key=lambda snap: snap.path, reverse=last_is_desc)
         for field, is_desc in reversed(self._orders):
             snaps = [s for s in snaps if s.get(field, _MISSING) is not _MISSING]
             snaps.sort(key=_sort_key(field), reverse=is_desc)
-        return snaps if self._count is None else snaps[: self._count]
+        yield from snaps[: self._count]
+
+    def get(self) -> list[DocumentSnapshot]:
+        """The matching documents as a list, in order."""
+        return list(self.stream())
+
+    def _read(self, plan: query_plan.Plan) -> Iterator[DocumentSnapshot]:
+        """The documents a plan reads, in its order, one page (one read) at a time."""
+        field, has_more = plan.field, True
+        after = (plan.hi, "\U0010ffff") if plan.is_desc else (plan.lo, "")
+        size = PAGE
+        if plan.is_ordered and self._count is not None:
+            size = min(PAGE, self._count)  # a limit reads no more than it returns
+        while has_more:
+            with self._db.reading() as tx:
+                if field is None:
+                    rows = [(p, r, p) for p, r in tx.documents_page(self.path, after[1], size)]
+                else:
+                    rows = tx.index_page(
+                        self.path, field, (plan.lo, plan.hi), after, plan.is_desc, size
+                    )
+            has_more = len(rows) == size
+            for path, record, key in rows:
+                after = (key, path)
+                yield DocumentSnapshot.from_record(path, record)

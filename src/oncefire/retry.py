@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,6 +23,16 @@ class Outcome(StrEnum):
     PERMANENT = "permanent"
 
 
+def is_real(value: object) -> bool:
+    """Whether value is a finite int or float (not a bool, NaN or infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_count(value: object) -> bool:
+    """Whether value is a whole number (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Bounded exponential backoff: attempt 1 at once, then first_delay * multiplier**(n-1)."""
@@ -33,6 +44,15 @@ class RetryPolicy:
     jitter: float = 0.0
 
     def __post_init__(self) -> None:
+        if not is_count(self.max_attempts):
+            raise ConfigError(
+                f"RetryPolicy.max_attempts={self.max_attempts!r} must be a whole number."
+            )
+        for name in ("first_delay", "multiplier", "max_delay", "jitter"):
+            if not is_real(getattr(self, name)):
+                raise ConfigError(
+                    f"RetryPolicy.{name}={getattr(self, name)!r} must be a finite number."
+                )
         if self.max_attempts < 1:
             raise ConfigError("RetryPolicy.max_attempts must be at least 1.")
         if self.first_delay < 0 or self.max_delay < 0:
@@ -50,11 +70,16 @@ class RetryPolicy:
         return max(delay, 0.0)
 
     def window(self) -> float:
-        """Longest time from the first attempt to the last (without jitter or timeouts)."""
-        return sum(
-            min(self.first_delay * self.multiplier ** (n - 1), self.max_delay)
-            for n in range(1, self.max_attempts)
-        ) * (1 + self.jitter)
+        """Longest time from the first attempt to the last (with jitter, without timeouts)."""
+        total, delay = 0.0, self.first_delay
+        for n in range(1, self.max_attempts):
+            if delay >= self.max_delay or delay == 0 or self.multiplier == 1:
+                # Every later wait is this one: no loop over a huge max_attempts, no overflow.
+                total += min(delay, self.max_delay) * (self.max_attempts - n)
+                break
+            total += delay
+            delay *= self.multiplier
+        return total * (1 + self.jitter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,5 +116,8 @@ def decide(
         # The lease that ran out was the wait: a dead worker's delivery runs again at once
         # (within lease + sweep of the crash), still counted against the policy.
         return Decision("pending", run_at=now, error=error)
-    delay = policy.delay_after(attempt) if requested_delay is None else requested_delay
+    # Retry(delay=nan) or an infinite delay would make a run_at no store can hold.
+    delay = policy.delay_after(attempt)
+    if requested_delay is not None and is_real(requested_delay) and requested_delay >= 0:
+        delay = requested_delay
     return Decision("pending", run_at=now + delay, error=error)

@@ -1,88 +1,77 @@
-"""Schedules: 'every N minutes' or a 5-field cron string, and their next tick."""
+"""Schedules: 'every N minutes' or a cron string (parsed by cronsim), in a time zone."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
 
 from oncefire.errors import ConfigError
 
 _EVERY = re.compile(r"^every\s+(\d+)\s+(second|minute|hour|day)s?$")
 _UNIT = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
-_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
+# Far enough to reach any date a cron string can name (29 February of a leap year).
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-def _field(text: str, low: int, high: int, spec: str) -> frozenset[int]:
-    values: set[int] = set()
-    for part in text.split(","):
-        body, _, step_text = part.partition("/")
-        step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else None
-        if step_text and step is None:
-            raise ConfigError(f"Bad step in cron field {part!r} of {spec!r}.")
-        if body == "*":
-            first, last = low, high
-        elif re.fullmatch(r"\d+-\d+", body):
-            first, last = (int(x) for x in body.split("-"))
-        elif body.isdigit():
-            first = last = int(body)
-            if step:
-                last = high
-        else:
-            raise ConfigError(f"Bad cron field {part!r} in {spec!r}: use *, N, N-M, */S or lists.")
-        if not low <= first <= last <= high:
-            raise ConfigError(f"Cron field {part!r} of {spec!r} is outside {low}-{high}.")
-        values.update(range(first, last + 1, step or 1))
-    return frozenset(values)
+def zone(name: str | None) -> ZoneInfo | None:
+    """The ZoneInfo of an IANA time zone name (None stays None), or ConfigError."""
+    if name is None:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"Unknown time zone {name!r}: use an IANA name such as 'Europe/Paris' or 'UTC'."
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """When a scheduled function runs: a fixed interval or a cron expression (UTC)."""
+    """When a scheduled function runs: a fixed interval, or a cron expression in a time zone."""
 
     spec: str
     interval: float | None
-    cron: tuple[frozenset[int], ...] | None
-    is_either_day: bool = False  # day of month and weekday both restricted: either one matches
+    cron: str | None
+    timezone: str | None = None  # IANA name; None is UTC
 
     @classmethod
-    def parse(cls, spec: str) -> Schedule:
-        """Parse 'every 5 minutes' or 'M H DOM MON DOW'."""
-        text = spec.strip().lower()
+    def parse(cls, spec: str, *, timezone: str | None = None) -> Schedule:
+        """Parse 'every 5 minutes' or a 5-field cron string ('0 9 * * MON-FRI', 'L', '#')."""
+        text = spec.strip().lower() if isinstance(spec, str) else ""
+        tz = zone(timezone)
         match = _EVERY.match(text)
         if match:
             seconds = int(match.group(1)) * _UNIT[match.group(2)]
             if seconds <= 0:
                 raise ConfigError(f"Schedule {spec!r} must have a positive interval.")
-            return cls(spec, float(seconds), None)
-        parts = text.split()
-        if len(parts) != 5:
+            return cls(spec, float(seconds), None, timezone)
+        if len(text.split()) != 5:
             raise ConfigError(
                 f"Bad schedule {spec!r}: use 'every N minutes' (seconds, hours, days) or a "
                 "5-field cron string like '*/5 * * * *'."
             )
-        fields = tuple(_field(p, lo, hi, spec) for p, (lo, hi) in zip(parts, _RANGES, strict=True))
-        is_either_day = not parts[2].startswith("*") and not parts[4].startswith("*")
-        return cls(spec, None, fields, is_either_day)
+        cron = " ".join(text.upper().split())
+        try:
+            next(CronSim(cron, _EPOCH.astimezone(tz or UTC)))
+        except (CronSimError, StopIteration) as exc:
+            # cronsim refuses a day no month has ('31 2') as a bad day-of-month.
+            why = str(exc).rstrip(".") or "it never fires"
+            raise ConfigError(
+                f"Bad cron schedule {spec!r}: {why} (a schedule that never fires is refused)."
+            ) from exc
+        return cls(spec, None, cron, timezone)
 
     def next_after(self, now: float) -> float:
         """The first tick strictly after `now` (seconds since the epoch)."""
         if self.interval is not None:
             return (now // self.interval + 1) * self.interval
         assert self.cron is not None
-        minutes, hours, days, months, weekdays = self.cron
-        start = datetime.fromtimestamp(now, tz=UTC).replace(second=0, microsecond=0)
-        start += timedelta(minutes=1)
-        day = start.replace(hour=0, minute=0)
-        # Day by day over eight years: a 29 February can be that far from the next one.
-        for _ in range(366 * 8 + 1):
-            in_month, on_weekday = day.day in days, (day.weekday() + 1) % 7 in weekdays
-            is_day = (in_month or on_weekday) if self.is_either_day else in_month and on_weekday
-            if is_day and day.month in months:
-                for hour in sorted(hours):
-                    for minute in sorted(minutes):
-                        moment = day.replace(hour=hour, minute=minute)
-                        if moment >= start:
-                            return moment.timestamp()
-            day += timedelta(days=1)
-        raise ConfigError(f"Schedule {self.spec!r} never fires.")
+        start = datetime.fromtimestamp(now, tz=zone(self.timezone) or UTC)
+        try:
+            return next(CronSim(self.cron, start)).timestamp()
+        except StopIteration:
+            raise ConfigError(f"Schedule {self.spec!r} never fires.") from None

@@ -26,8 +26,6 @@ class Settings:
     """How often a worker looks for deliveries whose lease ran out."""
     poll_interval: float = 0.1
     """Longest an idle worker waits before looking for due deliveries again."""
-    retry_sweep: float = 30.0
-    """Longest an idle worker sleeps before it looks for due retries (with notifications on)."""
     shutdown_grace: float = 30.0
     """How long SIGTERM waits for in-flight attempts before handing them back."""
     concurrency: int = 8
@@ -35,18 +33,46 @@ class Settings:
     batch_size: int = 512
     """Most deliveries a worker claims at once (it claims about 50 ms of work at a time)."""
     max_payload_bytes: int = 512 * 1024
-    """Events larger than this get one attempt; a failure parks them with a truncated payload."""
+    """Events larger than this get one attempt; a failure makes them a dead letter at once
+    (full payload kept for replay, shown truncated)."""
     sqlite_synchronous: str = "FULL"
     """FULL (a commit survives power loss) or NORMAL (faster; may lose the last commits)."""
+    max_event_depth: int = 16
+    """An event written by a chain of this many function writes is a dead letter, not run
+    (a function that writes what triggers it is stopped; 16, as AWS Lambda's)."""
+    # Retention (docs/retention.md): what is kept how long. Dead letters, pending and running
+    # deliveries and their events are never purged.
+    succeeded_retention: float = 7 * 86400.0
+    """How long succeeded (and forwarded) deliveries, their attempts and then their events are
+    kept after they finished. Dead letters are never purged (docs/retention.md)."""
+    unrouted_retention: float = 7 * 86400.0
+    """How long an event no function takes is kept for a function registered later."""
+    statistics_retention: float = 90 * 86400.0
+    """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
+    purge_batch: int = 100
+    """Most rows one retention batch deletes: one short write transaction each (about 0.1 ms
+    a succeeded delivery with its attempt and event, plus the commit)."""
 
     def __post_init__(self) -> None:
-        for name in ("lease", "renew_every", "sweep_every", "poll_interval", "retry_sweep"):
+        for name in (
+            "lease",
+            "renew_every",
+            "sweep_every",
+            "poll_interval",
+            "unrouted_retention",
+            "succeeded_retention",
+            "statistics_retention",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"Setting {name} must be a positive number of seconds.")
         if self.renew_every >= self.lease:
             raise ConfigError("Setting renew_every must be shorter than lease.")
+        if self.purge_batch < 1:
+            raise ConfigError("Setting purge_batch must be at least 1.")
         if self.concurrency < 1 or self.batch_size < 1:
             raise ConfigError("Settings concurrency and batch_size must be at least 1.")
+        if self.max_event_depth < 1:
+            raise ConfigError("Setting max_event_depth must be at least 1.")
         if self.batch_size > MAX_BATCH_SIZE:
             raise ConfigError(f"Setting batch_size must be at most {MAX_BATCH_SIZE}.")
         if self.sqlite_synchronous.upper() not in ("FULL", "NORMAL"):

@@ -1,20 +1,13 @@
-"""Per-function figures over a time window, computed from recorded attempts."""
+"""Per-function figures over a time window, computed from the hour buckets of attempts."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from oncefire.buckets import percentile
 from oncefire.stores.base import FunctionCounts
-
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    """The nearest-rank percentile of values (None for none)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, -(-int(fraction * 1000) * len(ordered) // 1000))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +41,8 @@ class FunctionStats:
             dead_letters=counts.states.get("dead", 0),
             pending=counts.states.get("pending", 0),
             running=counts.states.get("running", 0),
-            p50_duration=percentile(counts.durations, 0.50),
-            p95_duration=percentile(counts.durations, 0.95),
+            p50_duration=percentile(counts.histogram, 0.50),
+            p95_duration=percentile(counts.histogram, 0.95),
             attempts_per_event_max=counts.max_attempts_per_event,
             dedupe_hits=counts.dedupe_hits,
             outcomes=dict(counts.outcomes),
@@ -58,3 +51,20 @@ class FunctionStats:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
+
+
+def stats_table(figures: Mapping[str, FunctionStats]) -> str:
+    """A text table of FunctionStats by function name (what `oncefire stats` prints)."""
+    lines = [
+        f"{'function':<24}{'ok':>6}{'failed':>8}{'rate':>7}{'dead':>6}{'pending':>9}"
+        f"{'p50 s':>8}{'p95 s':>8}{'max att':>9}{'dedupe':>8}"
+    ]
+    for name, s in figures.items():
+        rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
+        p50 = "-" if s.p50_duration is None else f"{s.p50_duration:.3f}"
+        p95 = "-" if s.p95_duration is None else f"{s.p95_duration:.3f}"
+        lines.append(
+            f"{name:<24}{s.succeeded:>6}{s.failed:>8}{rate:>7}{s.dead_letters:>6}"
+            f"{s.pending:>9}{p50:>8}{p95:>8}{s.attempts_per_event_max:>9}{s.dedupe_hits:>8}"
+        )
+    return "\n".join(lines)

@@ -17,11 +17,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from oncefire.loader import load_app
 from oncefire.worker import Worker
+
+if TYPE_CHECKING:
+    from oncefire.app import App
 
 log = logging.getLogger("oncefire.supervisor")
 
@@ -42,15 +47,26 @@ def serve(
     processes: int,
     concurrency: int | None,
     is_verbose: bool = False,
+    alongside: Callable[[App], AbstractContextManager[object]] | None = None,
 ) -> int:
-    """Run the app's workers until SIGTERM or SIGINT; return the exit status."""
+    """Run the app's workers until SIGTERM or SIGINT; return the exit status. alongside, if
+    given, runs something else on the loaded app in this process for as long (the HTTP
+    server of `oncefire run`)."""
     if store:
         os.environ["ONCEFIRE_STORE"] = store
     app = load_app(target)
     app.store  # noqa: B018 - create or upgrade the schema once, before the children race to
-    grace = app.settings.shutdown_grace
-    app.close()
-    return Supervisor(target, processes, concurrency, grace, is_verbose=is_verbose).run()
+    supervisor = Supervisor(
+        target, processes, concurrency, app.settings.shutdown_grace, is_verbose=is_verbose
+    )
+    if alongside is None:
+        app.close()
+        return supervisor.run()
+    try:
+        with alongside(app):
+            return supervisor.run()
+    finally:
+        app.close()
 
 
 @dataclass(slots=True)
@@ -180,7 +196,7 @@ def run_child(target: str, concurrency: int | None) -> NoReturn:
     if concurrency is not None:  # also sizes the app's PostgreSQL pool to match
         os.environ["ONCEFIRE_CONCURRENCY"] = str(concurrency)
     try:
-        worker = Worker(load_app(target), concurrency=concurrency, is_process=True)
+        worker = Worker(load_app(target).runtime, concurrency=concurrency, is_process=True)
     except Exception:
         log.exception("cannot load %s", target)
         _exit(EXIT_CONFIG)
@@ -203,7 +219,13 @@ def run_child(target: str, concurrency: int | None) -> NoReturn:
         code = 1
     if worker.has_stuck_attempt:
         code = EXIT_STUCK
-    # Threads of attempts that were handed back or cannot be stopped must not hold up the exit.
+        # The stuck attempt kept its lease until now: its timeout is recorded (and its retry
+        # made due) as the very last step, with thread switches all but stopped, so the stuck
+        # thread cannot run beside its retry.
+        logging.shutdown()
+        sys.setswitchinterval(60.0)
+        worker.record_overdue()
+    # Threads of attempts that cannot be stopped must not hold up the exit.
     _exit(code)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from oncefire import codec
 from oncefire.app import App
 from oncefire.errors import ConfigError
-from oncefire.events import DOCUMENT_TYPES, EventType, StoredEvent
+from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, EventType, StoredEvent
 from oncefire.worker import DrainSummary, Worker
 
 __all__ = ["TestClock", "deliver", "make_event", "oncefire_app"]
@@ -60,8 +60,10 @@ def make_event(
     time: float | datetime | None = None,
     before: dict[str, Any] | None = None,
     attributes: dict[str, str] | None = None,
+    key: dict[str, Any] | None = None,
 ) -> StoredEvent:
-    """An event as a trigger would build it (for documents, data is the document after)."""
+    """An event as a trigger would build it (for documents and rows, data is the document or
+    row after; for rows, key is the primary key, source is `table/pk`)."""
     at = time.timestamp() if isinstance(time, datetime) else time
     at = 1_800_000_000.0 if at is None else float(at)
     if type in DOCUMENT_TYPES:
@@ -69,6 +71,12 @@ def make_event(
         if type == EventType.DOCUMENT_DELETED and before is None:
             before = data or {}
         payload: dict[str, Any] = {"before": _record(before, at), "after": _record(after, at)}
+    elif type in ROW_TYPES:
+        after = None if type == EventType.ROW_DELETED else (data or {})
+        if type == EventType.ROW_DELETED and before is None:
+            before = data or {}
+        table = source.partition("/")[0]
+        payload = {"table": table, "pk": dict(key or {}), "before": before, "after": after}
     elif type == EventType.MESSAGE_PUBLISHED:
         payload = {"data": data, "attributes": dict(attributes or {})}
     elif type == EventType.SCHEDULE_TICK:
@@ -86,7 +94,8 @@ def deliver(app: App, function_name: str, event: StoredEvent, times: int = 2) ->
         raise ConfigError(f"No function named {function_name!r} is registered on this app.")
     with app.store.transaction() as tx:
         tx.append(event, [], app.clock.now())  # stored once; an existing id is kept
-    worker = Worker(app, functions=[function_name], concurrency=1)
+        tx.mark_routed(event.id, "unrouted", None)  # its deliveries are made below, not routed
+    worker = Worker(app.runtime, functions=[function_name], concurrency=1)
     try:
         for _ in range(times):
             with app.store.transaction() as tx:

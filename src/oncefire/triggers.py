@@ -7,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oncefire.budgets import Budget
 from oncefire.errors import ConfigError
-from oncefire.events import EventType
+from oncefire.events import EventType, StoredEvent
 from oncefire.paths import Pattern
-from oncefire.retry import RetryPolicy
+from oncefire.rates import RateLimit
+from oncefire.retry import RetryPolicy, is_count, is_real
 from oncefire.schedules import Schedule
+from oncefire.tables import row_matches
 
 DOCUMENT_KINDS: dict[str, tuple[str, ...]] = {
     "created": (EventType.DOCUMENT_CREATED,),
@@ -35,21 +38,78 @@ class Options:
     max_instances: int | None = None
     max_event_age: float | None = None
     permanent_errors: tuple[type[BaseException], ...] = ()
+    budget: Budget | None = None  # "5000/day" or a dict in a decorator, parsed by make_options
+    ordering: str | None = None  # "document": one document's deliveries run one at a time
+    ordering_key: Callable[[Any], object] | None = None  # event -> key, as ordering does
+    rate_limit: str | None = None  # "100/s", "30/m", "500/h": starts across all workers
 
     def __post_init__(self) -> None:
+        if not isinstance(self.retry, bool):
+            raise ConfigError(f"retry={self.retry!r} must be True or False.")
         if not isinstance(self.retry_policy, RetryPolicy):
             raise ConfigError("retry_policy must be a RetryPolicy.")
-        if self.timeout <= 0:
-            raise ConfigError(f"timeout={self.timeout} must be a positive number of seconds.")
-        if self.max_instances is not None and self.max_instances < 1:
-            raise ConfigError(f"max_instances={self.max_instances} must be at least 1 or None.")
-        if self.max_event_age is not None and self.max_event_age <= 0:
-            raise ConfigError(f"max_event_age={self.max_event_age} must be positive or None.")
+        if not is_real(self.timeout) or self.timeout <= 0:
+            raise ConfigError(f"timeout={self.timeout!r} must be a positive number of seconds.")
+        if self.max_instances is not None and (
+            not is_count(self.max_instances) or self.max_instances < 1
+        ):
+            raise ConfigError(
+                f"max_instances={self.max_instances!r} must be a whole number of at least 1, "
+                "or None."
+            )
+        if self.max_event_age is not None and (
+            not is_real(self.max_event_age) or self.max_event_age <= 0
+        ):
+            raise ConfigError(
+                f"max_event_age={self.max_event_age!r} must be a positive number of seconds, "
+                "or None."
+            )
+        if not isinstance(self.permanent_errors, tuple):
+            raise ConfigError(
+                f"permanent_errors={self.permanent_errors!r} must be a tuple of exception types, "
+                "such as (ValueError,)."
+            )
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise ConfigError(
+                f'budget={self.budget!r}: write budget="5000/day" or a dict such as '
+                'budget={"invocations": "5000/day", "failure_rate": 0.5, "min_attempts": 100}.'
+            )
         for kind in self.permanent_errors:
             if not (isinstance(kind, type) and issubclass(kind, BaseException)):
                 raise ConfigError(
                     f"permanent_errors holds {kind!r}, which is not an exception type."
                 )
+        if self.ordering not in (None, "document"):
+            raise ConfigError(
+                f'ordering={self.ordering!r} is not an ordering: use ordering="document" to run '
+                "the deliveries of one document one at a time, in event order, or "
+                "ordering_key=callable to key them by what it returns."
+            )
+        if self.ordering_key is not None and (
+            not callable(self.ordering_key) or inspect.iscoroutinefunction(self.ordering_key)
+        ):
+            raise ConfigError(
+                f"ordering_key={self.ordering_key!r} is not a plain function: pass a def or "
+                "lambda of the event that returns its key, such as "
+                'ordering_key=lambda e: e.data.after.get("customer").'
+            )
+        if self.ordering is not None and self.ordering_key is not None:
+            raise ConfigError(
+                'Pass ordering="document" or ordering_key=callable, not both: each says what '
+                "the deliveries run one at a time by."
+            )
+        if self.rate_limit is not None:
+            RateLimit.parse(self.rate_limit)
+
+    @property
+    def ordered_by(self) -> str | None:
+        """What the deliveries are ordered by: "document", "key" (ordering_key) or None."""
+        return "key" if self.ordering_key is not None else self.ordering
+
+    @property
+    def rate(self) -> RateLimit | None:
+        """The parsed rate_limit, if any."""
+        return None if self.rate_limit is None else RateLimit.parse(self.rate_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +118,22 @@ class Trigger:
 
     name: str
     fn: Callable[..., Any]
-    kind: str  # "document", "message", "schedule"
-    source: str  # path pattern, topic or schedule name
+    kind: str  # "document", "row", "message", "schedule"
+    source: str  # path pattern, table (and update filter: "orders[status]"), topic or schedule
     event_types: tuple[str, ...]
     options: Options
     pattern: Pattern | None = None
     schedule: Schedule | None = None
     is_change: bool = False  # event.data is a Change(before, after)
     dead_letter_topic: str | None = None
+    fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise ConfigError(
+                f"The function of trigger {self.name!r} is {self.fn!r}, which cannot be called: "
+                "decorate a def."
+            )
 
     @property
     def is_async(self) -> bool:
@@ -78,11 +146,45 @@ class Trigger:
             return None
         if self.pattern is not None:
             return self.pattern.match(source)
+        if self.kind == "row":
+            return {} if row_matches(self.source, event_type, source) else None
         return {} if source == self.source else None
+
+    def params_of(self, event: StoredEvent) -> dict[str, Any]:
+        """event.params: the pattern's wildcards, or a row's primary key columns by name."""
+        if self.kind == "row":
+            return dict(event.data.get("pk") or {})
+        return self.matches(event.type, event.source) or {}
+
+
+def check_fields(kind: str, fields: Any) -> tuple[str, ...]:
+    """The `fields` filter of a document trigger of this kind, checked: a non-empty list or
+    tuple of dotted field paths, for update and written triggers only."""
+    if fields is None:
+        return ()
+    if kind not in ("updated", "written"):
+        raise ConfigError(
+            f"fields= filters updates: on_document_{kind} does not take it (a creation or a "
+            "deletion changes every field). Use on_document_updated or on_document_written."
+        )
+    if not isinstance(fields, list | tuple) or not fields:
+        raise ConfigError(
+            f"fields={fields!r} must be a non-empty list of field paths, such as "
+            '["status", "customer.email"].'
+        )
+    for path in fields:
+        if not isinstance(path, str) or not all(path.split(".")):
+            raise ConfigError(
+                f"fields holds {path!r}, which is not a field path: use a field name or a "
+                'dotted path such as "customer.email".'
+            )
+    return tuple(fields)
 
 
 def make_options(**kwargs: Any) -> Options:
-    """Options from decorator keywords, with a clear error for an unknown one."""
+    """Options from decorator keywords, with a clear error for an unknown one or a mistyped
+    permanent_errors."""
+    kwargs = checked(kwargs)
     known = set(Options.__dataclass_fields__)
     unknown = set(kwargs) - known
     if unknown:
@@ -90,6 +192,40 @@ def make_options(**kwargs: Any) -> Options:
             f"Unknown trigger option(s) {', '.join(sorted(unknown))}; "
             f"the options are {', '.join(sorted(known))}."
         )
-    if "permanent_errors" in kwargs:
-        kwargs["permanent_errors"] = tuple(kwargs["permanent_errors"])
+    kinds = kwargs.get("permanent_errors")
+    if isinstance(kinds, list | set | frozenset):  # any collection of types will do
+        kwargs["permanent_errors"] = tuple(kinds)
+    if kwargs.get("budget") is not None and not isinstance(kwargs["budget"], Budget):
+        kwargs["budget"] = Budget.parse(kwargs["budget"])
     return Options(**kwargs)
+
+
+def check_function(fn: Any) -> None:
+    """A trigger decorator's argument must be a function."""
+    if not callable(fn):
+        raise ConfigError(
+            f"A trigger decorates a callable (a plain or async def); got "
+            f"{type(fn).__name__} {fn!r}: put the decorator on a def."
+        )
+
+
+def checked(options: dict[str, Any]) -> dict[str, Any]:
+    """Trigger options with the type mistakes Python would report obscurely turned into a
+    ConfigError (numbers are checked where the options are built)."""
+    errors = options.get("permanent_errors")
+    if errors is not None:
+        if isinstance(errors, type):
+            raise ConfigError(
+                f"permanent_errors takes a tuple of exception classes: write "
+                f"permanent_errors=({errors.__name__},)."
+            )
+        try:
+            items = tuple(errors)
+        except TypeError:
+            items = (errors,)
+        if not all(isinstance(e, type) and issubclass(e, BaseException) for e in items):
+            raise ConfigError(
+                f"permanent_errors={errors!r}: give a tuple of exception classes, "
+                "e.g. (ValueError, KeyError)."
+            )
+    return options

@@ -1,12 +1,22 @@
-"""TTL policies: documents whose expiry field has passed are deleted by the workers."""
+"""TTL policies: documents whose expiry field has passed are deleted by the workers.
+
+A policy's field is a declared index of its collection (declared with the policy, which
+indexes the documents already there), and its keys sort by time (index_keys), so a sweep
+finds the due documents by a walk of that index up to now, in batches: with nothing due it
+is one index probe, whatever the collection holds. Each document is read again in its
+delete transaction, so one renewed meanwhile is kept.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from oncefire.index_keys import expired_ranges
+from oncefire.paths import collection_path
+
 if TYPE_CHECKING:
-    from oncefire.app import App
+    from oncefire.runtime import Runtime
 
 BATCH = 500
 
@@ -20,19 +30,23 @@ def expiry_of(value: Any) -> float | None:
     return None
 
 
-def sweep(app: App, limit: int = BATCH) -> int:
+def add_policy(rt: Runtime, collection: str, field: str) -> None:
+    """Record a policy, and index its field now if the store is open (else the Runtime does
+    when it opens the store)."""
+    path = collection_path(collection)
+    rt.ttl_policies[path] = field
+    if rt.is_open:  # the store is opened on first use, not at ttl()
+        rt.db.collection(path).index(field)
+
+
+def sweep(rt: Runtime, limit: int = BATCH) -> int:
     """Delete up to `limit` expired documents per policy, and expired claims; how many."""
-    now = app.clock.now()
-    removed = app.store.purge_expired_claims(now, limit)
-    for collection, field in app.ttl_policies.items():
-        expired = [
-            snap.path
-            for snap in app.db.collection(collection).get()
-            if (at := expiry_of(snap.get(field))) is not None and at <= now
-        ][:limit]
-        for path in expired:
-            with app.db.transaction() as tx:
-                ref = app.db.document(path)
+    now = rt.clock.now()
+    removed = rt.store.purge_expired_claims(now, limit)
+    for collection, field in rt.ttl_policies.items():
+        for path in rt.store.expired_paths(collection, field, expired_ranges(now), limit):
+            with rt.db.transaction() as tx:
+                ref = rt.db.document(path)
                 snap = tx.get(ref)
                 at = expiry_of(snap.get(field)) if snap.exists else None
                 if at is not None and at <= now:  # it may have been renewed meanwhile

@@ -1,250 +1,264 @@
-"""A worker: claims due deliveries, runs them with bounded concurrency, renews their leases."""
+"""A worker: claims due deliveries, runs them with bounded concurrency, renews their leases.
+
+Each delivery a worker holds is in one of four states, all under its lease:
+
+| state    | held in           | leaves when, and to                                             |
+|----------|-------------------|-----------------------------------------------------------------|
+| queued   | `_queue`          | a slot is free and it is marked in the store (marking.py): run. |
+|          |                   | Its renewal failed: dropped, never started here. It waited      |
+|          |                   | HAND_BACK_AFTER, or shutdown: handed back uncounted.            |
+| running  | `flights.running` | its function returned or raised: ended. Past its timeout it     |
+|          |                   | stays running (overdue), keeping its lease and slot, until its  |
+|          |                   | thread ends (ended as a timeout) or its process exits (recorded |
+|          |                   | as a timeout on the way out). Renewal failed: result discarded. |
+| ended    | `flights.ended`   | within RECORD_WITHIN, in one batch: recorded.                   |
+| recorded | the store         | (no longer held)                                                |
+
+Every held lease is renewed, queued ones included, so a delivery never starts after its
+lease was lost and is never handed back while its function may still run.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-import queue
-import socket
 import threading
 import time
-import uuid
 from collections import Counter, deque
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from oncefire import execution, ttl
+from oncefire import execution, marking, ticks, ttl
+from oncefire.alerts import check_alerts
 from oncefire.errors import StoreError
-from oncefire.execution import Ending, EventLoopThread
+from oncefire.flights import DrainSummary as DrainSummary
+from oncefire.flights import Flights, hand_back, record_all, worker_name
+from oncefire.flights import rescue as rescue_expired
+from oncefire.keeper import Keeper
+from oncefire.progress import Progress
+from oncefire.rates import idle_wait
 from oncefire.retry import Outcome
-from oncefire.stores.base import Claimed
+from oncefire.stores.base import Claimed, Lease
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from oncefire.app import App
-    from oncefire.triggers import Trigger
+    from oncefire.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-# An async attempt past its timeout gets this much longer before the worker records it as
-# one, so that its own cancellation is recorded first; a sync one cannot be cancelled.
-TIMEOUT_GRACE = 0.5
 # How long the loop pauses after the store failed (a database restart) before trying again.
 STORE_BACKOFF = 1.0
-# A claim takes about this many seconds of work beyond the free slots, at the attempts' mean
-# duration: enough that a commit serves many events, little enough to share a backlog.
-PREFETCH = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class DrainSummary:
-    """What a drain ran: attempts by outcome."""
-
-    attempts: int
-    outcomes: dict[str, int] = field(default_factory=dict)
-
-    def __getitem__(self, outcome: str) -> int:
-        return self.outcomes.get(outcome, 0)
-
-
-@dataclass(slots=True)
-class _InFlight:
-    claimed: Claimed
-    trigger: Trigger
-    deadline: float
-    started: float  # time.monotonic() at its start
-    is_settled: bool = False  # its result no longer counts: timed out, or its lease was lost
-    is_overdue: bool = False  # still running past its deadline
-
-
-def worker_name() -> str:
-    """A name that tells which host and process holds a lease."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+# An ended attempt is recorded within this many seconds, whatever else runs.
+RECORD_WITHIN = 0.05
+# A queued delivery that waited this long for a slot is handed back for another worker to run.
+HAND_BACK_AFTER = 1.0
 
 
 class Worker:
-    """Runs an App's deliveries in this process; drain() for scripts, run() for service.
+    """Runs a Runtime's deliveries in this process; drain() for scripts, run() for service.
 
-    The loop claims a batch of due deliveries (one transaction), starts them as slots come
-    free, and records the attempts that ended in one transaction too: with a durable commit
-    costing a disk flush, two flushes per batch instead of two per delivery.
+    Each turn of the loop is at most one store transaction: it records the attempts that
+    ended, claims a batch once the queue is empty, and marks started the deliveries the free
+    slots will take, and a wave ahead (marking.py); with a durable commit costing a disk flush,
+    a few flushes per batch instead of two per delivery.
     """
 
     def __init__(
         self,
-        app: App,
+        rt: Runtime,
         *,
         concurrency: int | None = None,
         functions: Sequence[str] | None = None,
         is_process: bool = False,
     ) -> None:
-        self.app = app
+        self.rt = rt
         self.name = worker_name()
-        self.concurrency = concurrency or app.settings.concurrency
-        self.batch_size = max(app.settings.batch_size, self.concurrency)
-        self.functions = list(functions or app.triggers)
+        self.concurrency = concurrency or rt.settings.concurrency
+        self.batch_size = max(rt.settings.batch_size, self.concurrency)
+        # HTTP functions run in the HTTP server, which claims their deliveries by id.
+        self.functions = list(
+            functions or [name for name, t in rt.triggers.items() if t.kind != "http"]
+        )
         # An attempt that cannot be stopped ends the process (its supervisor starts another).
         self.is_process = is_process
         self.stop_requested = threading.Event()
         self.outcomes: Counter[str] = Counter()
         self._queue: deque[Claimed] = deque()  # claimed (leased), not started yet
-        self._inflight: dict[Future[Ending], _InFlight] = {}
-        # Ended futures, with when they ended.
-        self._done: queue.SimpleQueue[tuple[Future[Ending], float]] = queue.SimpleQueue()
-        self._ended: list[tuple[_InFlight, Ending]] = []  # ended, not recorded yet
-        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="oncefire-attempt")
-        self._loop: EventLoopThread | None = None  # started with the first async attempt
+        self._queued_at = time.monotonic()  # when the last claim filled the queue
+        self._marked: set[int] = set()  # ids of queued deliveries already marked started
+        self._ahead: set[int] = set()  # those of them marked ahead (marking.py)
+        self._unconfirmed: list[Lease] = []  # started here while marked ahead
+        self._is_solo_held = False  # a solo delivery is held: nothing else is claimed
+        self.flights = Flights(rt, self.concurrency)
         self._caps = {
             name: t.options.max_instances
-            for name, t in app.triggers.items()
+            for name, t in rt.triggers.items()
             if t.options.max_instances is not None and name in self.functions
         }
+        self._rates = rt.rate_limits(self.functions)
         self._last_renew = self._last_sweep = time.monotonic()
         self.has_stuck_attempt = False
-        self._mean_duration: float | None = None  # of recent attempts, in seconds
+        self.keeper = Keeper(rt, self.functions)  # routing, last seen; brake: paused, budgets
+        self.progress = Progress(rt, f"worker {self.name}", self.functions)
 
     # -- the loop ----------------------------------------------------------------------
 
     @property
     def is_busy(self) -> bool:
         """Whether anything is claimed here and not yet recorded."""
-        return bool(self._queue or self._inflight or self._ended)
+        return bool(self._queue or self.flights.running or self.flights.ended)
 
     def claim_and_start(self, delivery_ids: Sequence[int] | None = None) -> int:
-        """Record the attempts that ended and claim more once the local queue is empty, in
-        one store transaction, then start what the free slots allow; how many were claimed."""
+        """Record the attempts that ended, claim more once the local queue is empty, and mark
+        started what the free slots will take, in one store transaction; then start those.
+        How many were claimed."""
+        self.hand_back_stale()
+        # A solo delivery that ended is recorded in this turn (the queue is empty).
+        self._is_solo_held = self._is_solo_held and bool(self._queue or self.flights.running)
+        free = self.concurrency - len(self.flights.running)
         can_claim = (
             not self._queue
-            and len(self._inflight) < self.concurrency
+            and free > 0
             and not self.stop_requested.is_set()
             and not self.has_stuck_attempt
+            and not self._is_solo_held
         )
-        must_record = bool(self._ended) and (not self._queue or len(self._ended) >= self.batch_size)
-        batch: list[Claimed] = []
-        if can_claim or must_record:
-            with self.app.store.batch():  # one commit: a disk flush saved per batch
+        # Queued deliveries are marked started a wave ahead (see marking.py); a turn commits
+        # only when the next one to start is not marked yet.
+        is_marking = any(c.lease.delivery_id not in self._marked for c in list(self._queue)[:free])
+        must_record = bool(self.flights.ended) and (
+            is_marking  # a commit happens anyway
+            or not self._queue
+            or len(self.flights.ended) >= self.batch_size
+            or time.monotonic() - self.flights.first_ended_at >= RECORD_WITHIN
+        )
+        claimed: list[Claimed] = []
+        if must_record or can_claim or is_marking:
+            claimed = self._store_turn(delivery_ids, free, must_record, can_claim, is_marking)
+        while self._queue and len(self.flights.running) < self.concurrency:
+            if self._queue[0].lease.delivery_id not in self._marked:
+                break  # marked in the next turn
+            item = self._queue.popleft()
+            self._marked.discard(item.lease.delivery_id)
+            if item.lease.delivery_id in self._ahead:
+                self._ahead.discard(item.lease.delivery_id)
+                self._unconfirmed.append(item.lease)  # confirmed started by the next commit
+            self.flights.start(item)
+        return len(claimed)
+
+    def _store_turn(
+        self,
+        delivery_ids: Sequence[int] | None,
+        free: int,
+        must_record: bool,
+        can_claim: bool,
+        is_marking: bool,
+    ) -> list[Claimed]:
+        claimed: list[Claimed] = []
+        recorded: Counter[str] = Counter()
+        try:
+            with self.rt.store.batch():  # one commit: a disk flush saved per turn
                 if must_record:
-                    self._record(self._ended)
+                    recorded = execution.record_many(self.rt, self.flights.ended_items())
                 if can_claim:
-                    now = self.app.clock.now()
-                    batch = self.app.store.claim(
-                        worker=self.name,
-                        now=now,
-                        lease_until=now + self.app.settings.lease,
-                        limit=self.claim_limit(),
-                        functions=self.functions,
-                        caps=self._caps,
-                        delivery_ids=delivery_ids,
-                    )
-            if must_record:  # only once committed: a failed commit records them again
-                for _, ending in self._ended:
-                    self.outcomes[ending.outcome] += 1
-                self._ended.clear()
-            self._queue.extend(batch)
-        while self._queue and len(self._inflight) < self.concurrency:
-            self._start(self._queue.popleft())
-        return len(batch)
+                    # Alone once this turn recorded what ended: it may take a solo delivery.
+                    is_alone = not self.flights.running and (must_record or not self.flights.ended)
+                    claimed = self._claim(delivery_ids, is_alone)
+                marks = self._plan(claimed, free) if claimed or is_marking else None
+                # Committed before the functions start: only a delivery marked started (not
+                # ahead) is charged an attempt when its worker dies.
+                now = self.rt.clock.now()
+                marked, ahead = marking.mark(self.rt.store, marks, now) if marks else (set(), set())
+                if self._unconfirmed:
+                    self.rt.store.start(self._unconfirmed, now)
+        except Exception as exc:
+            if not must_record:
+                raise
+            # One record the store refuses must not roll back its batch-mates' forever.
+            log.warning("worker %s recording one attempt at a time: %s", self.name, exc)
+            self._count_recorded(execution.record_each(self.rt, self.flights.ended_items()))
+            return []
+        if must_record:
+            self._count_recorded(recorded)
+        self._unconfirmed.clear()
+        if claimed:
+            self._queued_at = time.monotonic()
+            self._queue.extend(claimed)
+            self._is_solo_held = claimed[0].is_solo  # a solo delivery is claimed alone
+        self._marked |= marked
+        self._ahead = (self._ahead - marked) | ahead
+        lost = (marks.ids() if marks else set()) - marked
+        if lost:
+            log.warning("%s lost the lease of %d queued delivery(ies)", self.name, len(lost))
+            self._queue = deque(c for c in self._queue if c.lease.delivery_id not in lost)
+        return claimed
+
+    def _plan(self, claimed: list[Claimed], free: int) -> marking.Marking:
+        """What to mark in this turn: the free slots' worth of a new claim; from the queue, the
+        next free slots plus about PREFETCH seconds of work more, so that short attempts cost
+        a start commit a wave, not one a slot."""
+        if claimed:
+            return marking.plan(claimed, free, 0, self._marked)
+        ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
+        return marking.plan(list(self._queue), free, ahead, self._marked)
+
+    def _claim(self, delivery_ids: Sequence[int] | None, is_alone: bool = False) -> list[Claimed]:
+        now = self.rt.clock.now()
+        functions = self.keeper.claimable(self.functions)
+        return self.rt.store.claim(
+            worker=self.name,
+            now=now,
+            lease_until=now + self.rt.settings.lease,
+            limit=self.claim_limit(),
+            functions=functions,
+            caps=self.keeper.brake.caps(functions, self._caps),
+            delivery_ids=delivery_ids,
+            rates=self._rates,
+            is_alone=is_alone,
+        )
+
+    def hand_back_stale(self) -> None:
+        """Hand back, uncounted, the queued deliveries that waited HAND_BACK_AFTER for a slot:
+        this process is busy, and an idle one can run them."""
+        if self._queue and time.monotonic() - self._queued_at >= HAND_BACK_AFTER:
+            self._hand_back_queue()
 
     def claim_limit(self) -> int:
         """How many deliveries to claim: the free slots, plus about PREFETCH seconds of work
         at the attempts' recent mean duration, up to batch_size. Short functions come in large
         batches (few commits an event); slow ones one a slot, so no process hoards a backlog
         that idle processes could run."""
-        free = self.concurrency - len(self._inflight)
-        if self._mean_duration is None:
-            return free
-        ahead = self.concurrency * PREFETCH / max(self._mean_duration, 1e-6)
-        return max(free, min(self.batch_size, free + int(ahead)))
-
-    def _start(self, item: Claimed) -> None:
-        trigger = self.app.triggers[item.function]
-        started = time.monotonic()
-        future: Future[Ending]
-        if trigger.is_async:
-            if self._loop is None:
-                self._loop = EventLoopThread()
-            future = self._loop.submit(execution.run_async(self.app, trigger, item))
-            deadline = started + trigger.options.timeout + TIMEOUT_GRACE
-        else:
-            future = self._pool.submit(execution.run, self.app, trigger, item)
-            deadline = started + trigger.options.timeout
-        self._inflight[future] = _InFlight(item, trigger, deadline, started)
-        # O(1) per attempt, unlike wait() on them all; the time is when it ended, not when
-        # the loop came to look.
-        future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
+        free = self.concurrency - len(self.flights.running)
+        ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
+        return max(free, min(self.batch_size, free + ahead))
 
     def collect(self, timeout: float) -> int:
-        """Wait up to timeout for attempts to end and set them aside for recording (timeouts
-        are recorded at once); how many ended."""
-        ended = 0
-        if self._inflight:
-            done = []
-            with suppress(queue.Empty):
-                done.append(self._done.get(timeout=timeout))
-                while True:
-                    done.append(self._done.get_nowait())
-            for future, finished in done:
-                flight = self._inflight.pop(future)
-                ended += 1
-                self._learn(finished - flight.started)
-                error = None if future.cancelled() else future.exception()
-                if error is not None:
-                    log.error(
-                        "%s could not finish attempt %d of event %s: %s",
-                        flight.trigger.name,
-                        flight.claimed.attempt,
-                        flight.claimed.event.id,
-                        error,
-                        extra=self._extra(flight),
-                    )
-                elif not flight.is_settled and not future.cancelled():
-                    self._ended.append((flight, future.result()))
-            self._check_deadlines()
+        """Wait up to timeout for attempts to end and set them aside for recording; how
+        many ended. An attempt past its timeout makes a worker process stop (its supervisor
+        starts a fresh one): a thread cannot be stopped."""
+        ended = self.flights.collect(timeout)
+        if self.flights.newly_overdue() and self.is_process:
+            self.has_stuck_attempt = True
         return ended
 
-    def _learn(self, duration: float) -> None:
-        if self._mean_duration is None:
-            self._mean_duration = duration
-        else:
-            self._mean_duration += (duration - self._mean_duration) * 0.1
-
     def record_ended(self) -> None:
-        """Record every ended attempt in one store transaction."""
-        if self._ended:
-            self._record(self._ended)
-            for _, ending in self._ended:
-                self.outcomes[ending.outcome] += 1
-            self._ended.clear()
+        """Record every ended attempt in one store transaction (one at a time if that fails)."""
+        if self.flights.ended:
+            self._count_recorded(record_all(self.rt, self.name, self.flights.ended))
 
-    def _record(self, ended: list[tuple[_InFlight, Ending]]) -> None:
-        execution.record_many(
-            self.app, [(flight.trigger, flight.claimed, ending) for flight, ending in ended]
-        )
+    def _count_recorded(self, recorded: Counter[str]) -> None:
+        # A summary counts what the store recorded: not a result whose lease was lost.
+        self.outcomes.update(recorded)
+        self.flights.ended.clear()
 
-    def _check_deadlines(self) -> None:
-        now = time.monotonic()
-        for flight in self._inflight.values():
-            if flight.is_overdue or now < flight.deadline:
-                continue
-            flight.is_overdue = True
-            if not flight.is_settled:
-                flight.is_settled = True
-                timeout = flight.trigger.options.timeout
-                ending = Ending(Outcome.TIMEOUT, f"timed out after {timeout} s")
-                execution.record(self.app, flight.trigger, flight.claimed, ending)
-                self.outcomes[Outcome.TIMEOUT] += 1
-            if self.is_process:
-                # A thread cannot be stopped (nor a cancelled coroutine that will not end):
-                # this process stops, and its supervisor starts a fresh one.
-                self.has_stuck_attempt = True
+    def record_overdue(self) -> None:
+        """Record a timeout for each attempt still running past its deadline: the last thing a
+        process does before it exits, so the retry cannot start while the thread lives."""
+        self.flights.record_overdue(self.name)
 
     def maintain(self, *, force: bool = False) -> None:
         """Renew our leases and rescue deliveries whose worker died, when each is due."""
-        settings = self.app.settings
+        settings = self.rt.settings
         mono = time.monotonic()
         if force or mono - self._last_renew >= settings.renew_every:
             self._last_renew = mono
@@ -252,45 +266,42 @@ class Worker:
         if force or mono - self._last_sweep >= settings.sweep_every:
             self._last_sweep = mono
             self.rescue()
-            self.app.fire_due_schedules()
-            ttl.sweep(self.app)
+            ticks.fire_due(self.rt)
+            ttl.sweep(self.rt)
+            self.keeper.tick()
+            check_alerts(self.rt, self.rt.clock.now())
+        self.progress.tick(sum(self.outcomes.values()))
 
     def renew(self) -> None:
-        """Extend the lease of every delivery held here: queued, running or not yet recorded."""
-        running = [f for f in self._inflight.values() if not f.is_settled]
-        held = [c.lease for c in self._queue]
-        held += [f.claimed.lease for f in running] + [f.claimed.lease for f, _ in self._ended]
+        """Extend the lease of every delivery held here: queued, running or not yet recorded.
+        A queued delivery whose lease was lost is dropped before it starts."""
+        held = [c.lease for c in self._queue] + [f.claimed.lease for f in self.flights.live()]
+        held += [f.claimed.lease for f, _ in self.flights.ended]
         if not held:
             return
-        now = self.app.clock.now()
-        kept = set(self.app.store.renew(held, now, now + self.app.settings.lease))
-        for flight in running:
-            if flight.claimed.lease not in kept:
-                flight.is_settled = True  # someone else owns it now; our result is discarded
-                log.warning(
-                    "%s lost the lease of delivery %d",
-                    self.name,
-                    flight.claimed.lease.delivery_id,
-                    extra=self._extra(flight),
-                )
-
-    @staticmethod
-    def _extra(flight: _InFlight) -> dict[str, object]:
-        return {"delivery_id": flight.claimed.lease.delivery_id, "function": flight.trigger.name}
+        now = self.rt.clock.now()
+        if self._unconfirmed:  # an attempt marked ahead that runs long is charged if lost
+            self.rt.store.start(self._unconfirmed, now)
+            self._unconfirmed.clear()
+        kept = set(self.rt.store.renew(held, now, now + self.rt.settings.lease))
+        lost = [c for c in self._queue if c.lease not in kept]
+        if lost:
+            self._queue = deque(c for c in self._queue if c.lease in kept)
+            self._marked -= {c.lease.delivery_id for c in lost}
+            log.warning(
+                "%s lost the lease of %d queued delivery(ies); they will not start here",
+                self.name,
+                len(lost),
+            )
+        self.flights.settle_lost(self.name, kept)
 
     def rescue(self) -> int:
-        """Record a crashed attempt for each delivery whose lease ran out, and retry or bury it."""
-        now = self.app.clock.now()
-        expired = self.app.store.expired_leases(now, self.functions, 100)
-        for item in expired:
-            trigger = self.app.triggers[item.function]
-            ending = Ending(
-                Outcome.CRASHED,
-                f"worker died or stalled: lease ran out during attempt {item.attempt}",
-            )
-            if execution.record(self.app, trigger, item, ending):
-                self.outcomes[Outcome.CRASHED] += 1
-        return len(expired)
+        """Charge a crashed attempt to each delivery whose worker died while running it, and
+        hand back what it never started; how many leases had run out."""
+        expired, crashed = rescue_expired(self.rt, self.functions)
+        if crashed:  # a summary lists only the outcomes that happened
+            self.outcomes[Outcome.CRASHED] += crashed
+        return expired
 
     # -- entry points ------------------------------------------------------------------
 
@@ -300,15 +311,18 @@ class Worker:
         while True:
             claimed = self.claim_and_start(delivery_ids)
             if not self.is_busy:
-                if claimed == 0 and self.rescue() == 0 and not self.app.fire_due_schedules():
+                if claimed == 0 and self.rescue() == 0 and not ticks.fire_due(self.rt):
                     break
                 continue
-            self.collect(0.05)
+            # Renew and sweep while busy too: an attempt longer than the lease keeps it.
+            self.maintain()
+            self.collect(0.02)
         return self.summary()
 
     def run(self) -> None:
         """Serve until stop_requested is set (or an attempt is stuck), then shut down."""
         log.info("worker %s serving %d function(s)", self.name, len(self.functions))
+        self.keeper.warn_unserved()
         self._last_renew = self._last_sweep = -math.inf
         while not self.stop_requested.is_set() and not self.has_stuck_attempt:
             try:
@@ -329,7 +343,8 @@ class Worker:
         if self.is_busy:
             self.collect(0.02)
         elif claimed == 0:
-            self.app.store.wait(self.app.settings.poll_interval)
+            tokens = self.rt.store.rate_tokens(self._rates, self.rt.clock.now())
+            self.rt.store.wait(idle_wait(self.rt.settings.poll_interval, self._rates, tokens))
 
     def _pause(self, seconds: float) -> None:
         # Short sleeps rather than Event.wait: a signal handler sets stop_requested, and
@@ -339,45 +354,42 @@ class Worker:
             time.sleep(0.05)
 
     def shutdown(self) -> None:
-        """Let in-flight attempts finish within the grace period, then hand back the rest."""
-        deadline = time.monotonic() + self.app.settings.shutdown_grace
-        queued = [c.lease for c in self._queue]  # claimed here but never started
-        self._queue.clear()
-        while self._ended or any(not f.is_settled for f in self._inflight.values()):
+        """Hand back the queued deliveries, then let running attempts finish within the grace
+        period. One still running then keeps its lease: recorded if it ends, or counted as
+        crashed once its lease runs out (its process gone). An overdue attempt is not waited
+        for; a stuck process exits, and record_overdue() records it on the way out."""
+        deadline = time.monotonic() + self.rt.settings.shutdown_grace
+        self._hand_back_queue()
+        while self.flights.ended or any(not f.is_overdue for f in self.flights.live()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             try:
                 self.collect(min(remaining, 0.1))
                 self.record_ended()
-                if time.monotonic() - self._last_renew >= self.app.settings.renew_every:
+                if time.monotonic() - self._last_renew >= self.rt.settings.renew_every:
                     self._last_renew = time.monotonic()
                     self.renew()
             except StoreError as exc:
                 log.error("worker %s: %s", self.name, exc)
                 time.sleep(min(remaining, STORE_BACKOFF))
-        leftovers = queued + [f.claimed.lease for f in self._inflight.values() if not f.is_settled]
-        if leftovers:
-            try:
-                released = self.app.store.release(leftovers)
-            except StoreError as exc:
-                log.error(
-                    "worker %s could not hand back %d delivery(ies) (%s): their leases will run "
-                    "out and they will be retried",
-                    self.name,
-                    len(leftovers),
-                    exc,
-                )
-            else:
-                log.warning(
-                    "worker %s handed back %d unfinished delivery(ies)", self.name, released
-                )
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._loop is not None:
-            self._loop.stop()
+        running = [f for f in self.flights.live() if not f.is_overdue]
+        if running:
+            log.warning(
+                "worker %s stops with %d attempt(s) still running: their leases will run out "
+                "and they will count as crashed",
+                self.name,
+                len(running),
+            )
+        self.flights.stop()
+
+    def _hand_back_queue(self) -> None:
+        queued = [c.lease for c in self._queue]  # claimed here but never started
+        self._queue.clear()
+        self._marked.clear()
+        self._ahead.clear()
+        hand_back(self.rt, self.name, queued)
 
     def summary(self) -> DrainSummary:
         """Attempts run so far by outcome."""
-        return DrainSummary(
-            sum(self.outcomes.values()), {str(k): v for k, v in self.outcomes.items()}
-        )
+        return DrainSummary.of(self.outcomes)

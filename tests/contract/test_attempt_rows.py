@@ -17,7 +17,7 @@ from oncefire.testing import TestClock
 def attempt_rows(app: App, event_id: str) -> int:
     with app.store.read() as tx:
         conn = tx.conn  # type: ignore[attr-defined]
-        mark = "?" if app.store.dialect == "sqlite" else "%s"  # type: ignore[attr-defined]
+        mark = "?" if app.store.dialect == "sqlite" else "%s"
         query = f"SELECT count(*) FROM oncefire_attempts WHERE event_id = {mark}"
         return int(conn.execute(query, (event_id,)).fetchone()[0])
 
@@ -43,7 +43,10 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
     assert attempt_rows(app, event_id) == 0
     [running] = app.store.attempts(event_id)
     assert (running["number"], running["worker"], running["outcome"]) == (1, "w1", None)
-    assert running["started_at"] == now
+    assert running["started_at"] is None, "claimed, not started yet"
+    assert app.store.start([claimed.lease], now + 0.5) == {claimed.lease.delivery_id}
+    [running] = app.store.attempts(event_id)
+    assert running["started_at"] == now + 0.5
     assert app.store.complete_many([(claimed.lease, AttemptResult("succeeded", now + 1))]) == {
         claimed.lease.delivery_id
     }
@@ -104,7 +107,7 @@ def test_an_upgrade_keeps_a_running_attempt_and_its_start(
     def f(event: Event) -> None:
         pass
 
-    assert app.store.migrate() == migrations.latest(app.store.dialect)  # type: ignore[attr-defined]
+    assert app.store.migrate() == migrations.latest(app.store.dialect)
     [running] = app.store.attempts("e1")
     assert (running["started_at"], running["outcome"]) == (t0 + 5, None)
     assert running["worker"] == "old-worker"
@@ -113,3 +116,27 @@ def test_an_upgrade_keeps_a_running_attempt_and_its_start(
     assert [(a["number"], a["outcome"]) for a in attempts] == [(1, "crashed"), (2, "succeeded")]
     assert attempts[0]["started_at"] == t0 + 5  # the open row's start, carried by the upgrade
     assert attempt_rows(app, "e1") == 2
+
+
+def test_only_a_started_delivery_whose_lease_ran_out_is_charged(app: App, clock: TestClock) -> None:
+    # Issue 11, point 24: a claim marks nothing started; start() does, and only while the
+    # lease holds.
+    event_id, claimed = publish_and_claim(app)
+    clock.advance(31)
+    [expired] = app.store.expired_leases(clock.now(), ["f"], 10)
+    assert not expired.is_started
+    assert app.store.start([claimed.lease], clock.now()) == set(), "its lease ran out"
+    assert app.store.release([expired.lease]) == 1
+    assert app.store.delivery_states(event_id) == [("f", "pending", 0)]
+    [again] = app.store.claim(
+        worker="w2",
+        now=clock.now(),
+        lease_until=clock.now() + 30,
+        limit=5,
+        functions=["f"],
+        caps={},
+    )
+    assert app.store.start([again.lease], clock.now()) == {again.lease.delivery_id}
+    clock.advance(31)
+    [expired] = app.store.expired_leases(clock.now(), ["f"], 10)
+    assert expired.is_started and expired.attempt == 1

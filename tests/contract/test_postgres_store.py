@@ -4,6 +4,8 @@ and a missing driver says what to install."""
 
 from __future__ import annotations
 
+import logging
+import re
 import sys
 import threading
 import time
@@ -15,7 +17,7 @@ import pytest
 from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
-from oncefire.stores import migrations
+from oncefire.stores import migrations, postgres_listener, queries
 from oncefire.stores.base import AttemptResult, DeadLetterFilter, FunctionRecord, Lease
 from oncefire.stores.postgres import PostgresStore
 
@@ -69,14 +71,26 @@ def claim(store: PostgresStore, worker: str, limit: int, caps: dict[str, int]) -
     return [c.lease.delivery_id for c in claimed]
 
 
-def timed_wait(store: PostgresStore, timeout: float, then: Callable[[], None]) -> float:
-    """Seconds store.wait(timeout) took while `then` runs 0.2 s after it started waiting."""
-    timer = threading.Timer(0.2, then)
+NEVER = 60.0  # the timeout of a wait that only a notification should end
+
+
+def woken(store: PostgresStore, then: Callable[[], None]) -> bool:
+    """Whether store.wait(NEVER), with `then` run 0.2 s into it, was ended by `then`'s
+    notification: it returned after `then` began and long before its timeout. The bound is
+    no speed limit: a wait that missed the notification lasts the whole 60 s, a woken one
+    well under a second, so only a missed wake-up (or a hang) breaks NEVER / 2."""
+    begun = threading.Event()
+
+    def write() -> None:
+        begun.set()
+        then()
+
+    timer = threading.Timer(0.2, write)
     started = time.monotonic()
     timer.start()
     try:
-        store.wait(timeout)
-        return time.monotonic() - started
+        store.wait(NEVER)
+        return begun.is_set() and time.monotonic() - started < NEVER / 2
     finally:
         timer.join()
 
@@ -90,8 +104,7 @@ def test_a_notification_wakes_a_waiting_store_at_once(
 ) -> None:
     waiter, writer = open_store(), open_store()
     waiter.wait(0)  # opens the listening connection
-    elapsed = timed_wait(waiter, 10, lambda: add_pending(writer, 1))
-    assert 0.15 < elapsed < 5
+    assert woken(waiter, lambda: add_pending(writer, 1))
 
 
 @pytest.mark.postgres
@@ -102,6 +115,7 @@ def test_without_notifications_wait_polls_for_its_timeout(
     store.wait(0)
     started = time.monotonic()
     store.wait(0.3)
+    # A lower bound only an early return breaks (a busy loop); a slow machine lengthens it.
     assert time.monotonic() - started >= 0.25
 
 
@@ -146,7 +160,39 @@ def test_the_listener_reconnects_after_its_connection_is_terminated(
     waiter.wait(1)  # listens again
     new = waiter._listener.backend_pid
     assert new is not None and new != old
-    assert timed_wait(waiter, 10, lambda: add_pending(writer, 1)) < 5
+    assert woken(waiter, lambda: add_pending(writer, 1))
+
+
+@pytest.mark.postgres
+def test_the_listener_logs_its_loss_and_its_return_once_each(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    listener = open_store()._listener
+    listener.wait(0)
+    pid = listener.backend_pid
+    assert pid is not None
+    admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+    real_connect = psycopg.connect
+
+    def server_away(*args: object, **kwargs: object) -> object:
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(postgres_listener, "RELISTEN_EVERY", 0.0)
+    monkeypatch.setattr(psycopg, "connect", server_away)
+    with caplog.at_level(logging.INFO, logger=postgres_listener.__name__):
+        for _ in range(5):  # the drop, then four failed reconnections
+            listener.wait(0.01)
+        monkeypatch.setattr(psycopg, "connect", real_connect)
+        for _ in range(3):  # back, then listening as usual
+            listener.wait(0.01)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
+    assert "LISTEN connection to PostgreSQL was lost" in lines[0][1]
+    assert "is back" in lines[1][1]
+    assert listener.backend_pid not in (None, pid)
 
 
 # -- a lost connection ------------------------------------------------------------------
@@ -157,11 +203,11 @@ def test_a_pooled_connection_terminated_while_idle_is_replaced(
     open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
 ) -> None:
     store = open_store(pool_min=1, pool_max=1)
-    [(pid,)] = store._db.run("SELECT pg_backend_pid()")
+    [(pid,)] = store.pool.run("SELECT pg_backend_pid()")
     admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
     add_pending(store, 2)  # a write transaction on a fresh connection
     assert store.next_due(["f"]) == NOW
-    [(new,)] = store._db.run("SELECT pg_backend_pid()")
+    [(new,)] = store.pool.run("SELECT pg_backend_pid()")
     assert new != pid
 
 
@@ -211,11 +257,16 @@ def test_concurrent_first_use_migrates_once(
     assert errors == []
     steps = [(version,) for version, _ in migrations.load("postgres")]
     assert admin.execute("SELECT version FROM oncefire_schema ORDER BY version").fetchall() == steps
+    # The tables the migrations create (less those they drop), every one of them prefixed.
+    scripts = " ".join(script for _, script in migrations.load("postgres"))
+    created = set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", scripts, re.I))
+    created -= set(re.findall(r"DROP TABLE (?:IF EXISTS )?(\w+)", scripts, re.I))
+    assert created and all(name.startswith("oncefire_") for name in created)
     tables = admin.execute(
-        "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'oncefire\\_%'"
+        "SELECT tablename FROM pg_tables WHERE tablename LIKE 'oncefire\\_%'"
         " AND schemaname = current_schema()"
-    ).fetchone()
-    assert tables is not None and tables[0] == 12  # every table is prefixed
+    ).fetchall()
+    assert {name for (name,) in tables} == created | {"oncefire_schema"}  # + the runner's
 
 
 @pytest.mark.postgres
@@ -368,9 +419,7 @@ def test_a_claim_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
     assert len(claim(store, "w1", 1, {})) == 1
     assert sent == ["pipeline"]  # BEGIN, SET LOCAL, the claim and COMMIT sent together
 
-    monkeypatch.setattr(
-        "oncefire.stores.postgres._claim_sql", lambda *a, **k: "SELECT no_such_column"
-    )
+    monkeypatch.setitem(queries.load("postgres"), "lease_due", "SELECT no_such_column")
     with pytest.raises(StoreError):
         claim(store, "w1", 1, {})
     monkeypatch.undo()
@@ -393,7 +442,12 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
         worker="w", now=NOW, lease_until=NOW + LEASE, limit=300, functions=["f"], caps={}
     )
     sent: list[tuple[str, object]] = []
-    monkeypatch.setattr(store._db, "run", lambda query, args=(): sent.append((query, args)) or [])
+
+    def run(query: str, args: object = ()) -> list[object]:
+        sent.append((query, args))
+        return []
+
+    monkeypatch.setattr(store.pool, "run", run)
     store.complete_many([(c.lease, AttemptResult("succeeded", NOW + 1)) for c in claimed])
     monkeypatch.undo()
     [(query, args)] = sent

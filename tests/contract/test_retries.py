@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oncefire import App, PermanentError, ReplayError, Retry, RetryPolicy
+from oncefire import App, PermanentError, Retry, RetryPolicy
 from oncefire.events import Event
 from oncefire.retry import PAYLOAD_TOO_LARGE
 from oncefire.testing import TestClock
@@ -287,7 +288,7 @@ def small_app(make_app: Callable[..., App]) -> App:
     return make_app(max_payload_bytes=1000)
 
 
-def test_an_oversized_event_gets_one_attempt_then_a_truncated_dead_letter(
+def test_an_oversized_event_gets_one_attempt_then_a_dead_letter_shown_truncated(
     small_app: App, clock: TestClock
 ) -> None:
     charge = failing(small_app, clock)
@@ -304,10 +305,10 @@ def test_an_oversized_event_gets_one_attempt_then_a_truncated_dead_letter(
     assert big not in str(letter.payload)
     assert len(letter.payload["truncated"]) <= 1024
     assert letter.payload["size"] > 5000
-    with pytest.raises(ReplayError, match="truncated"):
-        small_app.dead_letters.replay(letter.id)
-    assert small_app.dead_letters.replay_all() == 0
-    assert small_app.dead_letters.count() == 1
+    # The truncation is for display: the store keeps the full payload, so a replay works.
+    assert small_app.dead_letters.get(letter.id, full=True).payload["after"]["data"]["blob"] == big
+    small_app.dead_letters.replay(letter.id)
+    assert small_app.dead_letters.count() == 0
 
 
 def test_an_oversized_event_that_fails_permanently_is_truncated_too(
@@ -328,14 +329,26 @@ def test_an_oversized_event_that_succeeds_is_fine(small_app: App, clock: TestClo
     assert charge.attempts == [1]
 
 
-def test_an_event_at_the_payload_limit_is_retried_normally(
-    make_app: Callable[..., App], clock: TestClock
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-byte-over"])
+def test_an_event_at_the_payload_limit_is_retried_and_one_byte_over_is_not(
+    make_app: Callable[..., App], clock: TestClock, tmp_path: Path, over: int
 ) -> None:
-    app = make_app(max_payload_bytes=100_000)
+    probe = App(f"sqlite:///{tmp_path}/probe.db", clock=clock)  # the event's exact size
+    sizes: list[int] = []
+    probe.on_document_created("orders/{o}", name="charge")(lambda event: sizes.append(event.size))
+    probe.db.document("orders/o1").set({"blob": "x" * 5000})
+    probe.drain()
+    probe.close()
+    app = make_app(max_payload_bytes=sizes[0] - over)
     charge = failing(app, clock)
     app.db.document("orders/o1").set({"blob": "x" * 5000})
     app.drain()
     clock.advance(60)
     app.drain()
-    assert charge.attempts == [1, 2]
-    assert app.dead_letters.count() == 0
+    if over:
+        assert charge.attempts == [1]
+        [dead] = app.dead_letters.list()
+        assert "payload too large for retry queue" in (dead.error or "")
+    else:
+        assert charge.attempts == [1, 2]
+        assert app.dead_letters.count() == 0

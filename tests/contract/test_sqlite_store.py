@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from oncefire import App, SchemaVersionError, StoreError, codec
-from oncefire.stores import migrations
-from oncefire.stores import sqlite as sqlite_store
-from oncefire.stores.sqlite import BUSY_TIMEOUT_MS, SqliteStore
+from oncefire.settings import Settings
+from oncefire.stores import migrations, sqlite_connections
+from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock
 
 
@@ -46,7 +45,7 @@ def store_connection(app: App) -> sqlite3.Connection:
     """The connection the store uses in this thread."""
     store = app.store
     assert isinstance(store, SqliteStore)
-    with store._conn() as conn:
+    with store.connections.connection() as conn:
         return conn
 
 
@@ -69,12 +68,20 @@ def test_synchronous_normal_is_an_opt_in(db_path: Path) -> None:
         app.close()
 
 
-def test_every_connection_has_a_busy_timeout(app: App) -> None:
-    # Writers wait up to BUSY_TIMEOUT_MS in the store's own loop (short naps, shared fairly);
-    # SQLite's handler only covers the rest, briefly.
-    assert BUSY_TIMEOUT_MS >= 5000
-    conn = store_connection(app)
-    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+def test_a_write_waits_for_another_writer_instead_of_failing(app: App, db_path: Path) -> None:
+    # Another process holds the write lock for a moment: the write waits its turn (the store's
+    # busy loop and SQLite's handler), it does not fail with "database is locked".
+    app.db.document("orders/o0").set({"n": 0})  # the schema exists before the lock is taken
+    other = sqlite3.connect(db_path, timeout=0, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    holder = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    holder.start()
+    try:
+        app.db.document("orders/o1").set({"n": 1})
+    finally:
+        holder.join()
+        other.close()
+    assert app.db.document("orders/o1").get().to_dict() == {"n": 1}
 
 
 def test_write_transactions_begin_immediate(app: App, db_path: Path) -> None:
@@ -189,7 +196,8 @@ def test_an_equality_on_an_indexed_field_uses_the_index(app: App) -> None:
             tx.set(orders.document(f"o{n:03}"), {"status": "paid" if n % 100 == 0 else "new"})
     plan = equality_plan(app, "status", "paid")
     assert "SCAN" not in plan, plan
-    assert "(collection=? AND field=? AND value=?)" in plan, plan  # the index entries
+    # The index entries, walked from the value's first key to its last (a page at a time).
+    assert "(collection=? AND field=? AND (value,path)>(?,?) AND value<?)" in plan, plan
     assert "(collection=? AND path=?)" in plan, plan  # then each matching document by its key
 
 
@@ -236,12 +244,17 @@ def test_a_writer_waits_for_a_lock_within_the_busy_timeout(app: App, db_path: Pa
     other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
     try:
         other.execute("BEGIN IMMEDIATE")
-        release = threading.Timer(0.3, other.execute, ["ROLLBACK"])
-        release.start()
-        started = time.monotonic()
+        releasing = threading.Event()
+
+        def release() -> None:
+            releasing.set()  # before the lock goes, so the writer cannot commit first
+            other.execute("ROLLBACK")
+
+        timer = threading.Timer(0.3, release)
+        timer.start()
         app.db.document("docs/a").set({"n": 1})  # waits for the other writer, then commits
-        assert time.monotonic() - started >= 0.25
-        release.join()
+        assert releasing.is_set(), "the write committed while the other writer held the lock"
+        timer.join()
         assert app.db.document("docs/a").get().exists
     finally:
         other.close()
@@ -250,7 +263,7 @@ def test_a_writer_waits_for_a_lock_within_the_busy_timeout(app: App, db_path: Pa
 def test_a_lock_held_past_the_busy_timeout_is_a_store_error(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_connections, "BUSY_TIMEOUT_MS", 100)
     app = App(f"sqlite:///{db_path}")
     other = sqlite3.connect(db_path, isolation_level=None)
     try:
@@ -333,3 +346,38 @@ def test_claiming_walks_the_due_index_instead_of_sorting_the_backlog(sqlite_url:
     assert "oncefire_deliveries_due" in plan
     assert "TEMP B-TREE" not in plan
     app.close()
+
+
+def test_an_error_after_sqlite_rolled_back_itself_is_the_one_raised(sqlite_url: str) -> None:
+    # SQLite ends the transaction itself on some errors (SQLITE_FULL, IOERR); a ROLLBACK then
+    # fails with "no transaction is active", which must not hide the first error.
+    app = App(sqlite_url)
+    try:
+        with (
+            pytest.raises(ValueError, match="the first error"),
+            app.store.transaction() as tx,
+        ):
+            tx.conn.execute("ROLLBACK")  # type: ignore[attr-defined]
+            raise ValueError("the first error")
+        app.db.document("docs/a").set({"n": 1})  # the connection is usable again
+    finally:
+        app.close()
+
+
+def test_a_full_database_reports_that_it_is_full(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+    try:
+        conn = store_connection(app)
+        conn.execute("PRAGMA max_page_count = 60")
+        with pytest.raises(StoreError, match="full"):
+            for n in range(200):
+                app.db.document(f"docs/{n}").set({"blob": "x" * 4000})
+    finally:
+        app.close()
+
+
+def test_the_busy_wait_leaves_a_worker_time_to_renew_its_leases() -> None:
+    # A worker waiting for the write lock cannot renew: the wait must end before a lease
+    # renewed on time could run out.
+    settings = Settings()
+    assert settings.lease - settings.renew_every > sqlite_connections.BUSY_TIMEOUT_MS / 1000

@@ -123,6 +123,42 @@ def test_sub_collection_patterns_match_only_their_depth(app: App) -> None:
     assert [e.source for e in orders] == ["orders/o1"]
 
 
+def test_multi_segment_wildcards_match_store_writes_at_any_depth(
+    make_app: Callable[..., App],
+) -> None:
+    worker = make_app()
+    everywhere: list[tuple[str, dict[str, str]]] = []
+    under_users: list[tuple[str, dict[str, str], bool]] = []
+
+    @worker.on_document_written("{path=**}")
+    def every_write(event: Event) -> None:
+        everywhere.append((event.source, event.params))
+
+    @worker.on_document_written("users/{uid}/{rest=**}")
+    def user_tree(event: Event) -> None:
+        assert isinstance(event.data, Change)
+        under_users.append((event.type, event.params, event.data.after.exists))
+
+    _ = worker.store  # registers its functions, so another App's writes are routed to them
+    writer = make_app()
+    writer.db.document("users/u1").set({"name": "Ada"})  # {rest=**} takes one or more segments
+    writer.db.document("users/u1/posts/p1").set({"title": "hi"})
+    writer.db.document("users/u1/posts/p1/comments/c1").set({"text": "first"})
+    writer.db.document("users/u1/posts/p1").delete()
+    worker.drain()
+    assert sorted(everywhere, key=str) == [
+        ("users/u1", {"path": "users/u1"}),
+        ("users/u1/posts/p1", {"path": "users/u1/posts/p1"}),
+        ("users/u1/posts/p1", {"path": "users/u1/posts/p1"}),
+        ("users/u1/posts/p1/comments/c1", {"path": "users/u1/posts/p1/comments/c1"}),
+    ]
+    assert sorted(under_users, key=str) == [
+        ("document.created", {"uid": "u1", "rest": "posts/p1"}, True),
+        ("document.created", {"uid": "u1", "rest": "posts/p1/comments/c1"}, True),
+        ("document.deleted", {"uid": "u1", "rest": "posts/p1"}, False),
+    ]
+
+
 def test_literal_segments_and_wildcard_collections_match(app: App) -> None:
     fixed: list[str] = []
     anywhere: list[dict[str, str]] = []
@@ -164,8 +200,8 @@ def test_each_function_gets_its_own_delivery_of_one_event(app: App) -> None:
     assert sorted(states) == [("first", "succeeded", 1), ("second", "succeeded", 1)]
 
 
-def test_a_function_registered_after_a_write_does_not_receive_it(app: App) -> None:
-    app.db.document("orders/o1").set({"n": 1})
+def test_a_function_registered_after_a_write_receives_it_once(app: App) -> None:
+    app.db.document("orders/o1").set({"n": 1})  # no function yet: kept unrouted
     seen: list[str] = []
 
     @app.on_document_written("orders/{o}")
@@ -174,7 +210,8 @@ def test_a_function_registered_after_a_write_does_not_receive_it(app: App) -> No
 
     app.db.document("orders/o2").set({"n": 2})
     app.drain()
-    assert seen == ["orders/o2"]
+    app.drain()
+    assert sorted(seen) == ["orders/o1", "orders/o2"]
 
 
 def test_functions_registered_by_another_app_on_the_store_get_deliveries(
@@ -219,6 +256,19 @@ def test_a_bad_pattern_is_refused_at_registration(app: App, pattern: str) -> Non
 
     assert str(info.value).endswith(".")
     assert app.triggers == {}
+
+
+@pytest.mark.parametrize("pattern", ["orders/*", "orders/**", "*/{id}"])
+def test_a_star_is_refused_with_a_sentence_naming_the_wildcards(app: App, pattern: str) -> None:
+    with pytest.raises(InvalidPatternError) as info:
+        app.on_document_written(pattern)(lambda event: None)
+    assert "'*' is not a wildcard here; name it, like {orderId} for one segment or " in str(
+        info.value
+    )
+    assert str(info.value).endswith("{path=**} for one or more.")
+    assert app.triggers == {}
+    app.db.document("orders/o1").set({"n": 1})  # not taken as a literal id: kept unrouted
+    assert app.unrouted_count() == 1
 
 
 def test_two_functions_cannot_share_a_name(app: App) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from oncefire import App, Increment, idempotent, ttl
 from oncefire.clock import to_datetime
 from oncefire.events import Event
+from oncefire.stores.sql_tx import SqlTx
 from oncefire.testing import TestClock, deliver, make_event
 
 HOUR = 3600.0
@@ -54,7 +57,7 @@ def test_sweep_deletes_in_bounded_batches(app: App, clock: TestClock) -> None:
     app.ttl("sessions", field="expires_at")
     for n in range(5):
         app.db.document(f"sessions/s{n}").set({"expires_at": clock.now() - 1})
-    assert [ttl.sweep(app, limit=2) for _ in range(4)] == [2, 2, 1, 0]
+    assert [ttl.sweep(app.runtime, limit=2) for _ in range(4)] == [2, 2, 1, 0]
     assert app.db.collection("sessions").get() == []
 
 
@@ -65,7 +68,7 @@ def test_renewed_document_is_kept(app: App, clock: TestClock) -> None:
     clock.advance(30)
     ref.update({"expires_at": clock.now() + 60})
     clock.advance(45)
-    assert ttl.sweep(app) == 0
+    assert ttl.sweep(app.runtime) == 0
     assert exists(app, "sessions/s1")
 
 
@@ -101,11 +104,11 @@ def test_the_sweep_purges_expired_claim_records_in_bounded_batches(
         for n in range(3):
             tx.claim(f"short-{n}", ttl=10)
         tx.claim("long", ttl=1000)
-    assert ttl.sweep(app) == 0
+    assert ttl.sweep(app.runtime) == 0
     clock.advance(10)
-    assert ttl.sweep(app, limit=2) == 2
-    assert ttl.sweep(app, limit=2) == 1
-    assert ttl.sweep(app, limit=2) == 0
+    assert ttl.sweep(app.runtime, limit=2) == 2
+    assert ttl.sweep(app.runtime, limit=2) == 1
+    assert ttl.sweep(app.runtime, limit=2) == 0
     with app.db.transaction() as tx:
         assert not tx.claim("long")
 
@@ -133,11 +136,11 @@ def test_idempotent_records_expire_after_their_ttl(app: App, clock: TestClock) -
     event = make_event("message.published", "payments", {"amount": 5}, time=clock.now())
     deliver(app, "charge", event, times=1)
     clock.advance(HOUR - 1)
-    assert ttl.sweep(app) == 0
+    assert ttl.sweep(app.runtime) == 0
     deliver(app, "charge", event, times=1)
     assert calls == [event.id], "within its ttl a completed key is remembered"
     clock.advance(1)
-    assert ttl.sweep(app) == 1
+    assert ttl.sweep(app.runtime) == 1
     deliver(app, "charge", event, times=1)
     assert calls == [event.id, event.id], "after its ttl the key is forgotten"
 
@@ -170,3 +173,53 @@ def test_registration_refuses_a_claim_ttl_shorter_than_age_plus_retry_window(app
             pass
 
     assert "charge" not in app.triggers
+
+
+def test_documents_written_before_the_policy_are_swept(app: App, clock: TestClock) -> None:
+    sessions = app.db.collection("sessions")
+    sessions.document("old").set({"expires_at": clock.now() - 1})
+    sessions.document("later").set({"expires_at": to_datetime(clock.now() + HOUR)})
+    app.ttl("sessions", field="expires_at")  # indexes the documents already there
+    assert ttl.sweep(app.runtime) == 1
+    assert not exists(app, "sessions/old")
+    clock.advance(HOUR)
+    assert ttl.sweep(app.runtime) == 1
+    assert not exists(app, "sessions/later")
+
+
+def test_a_policy_declared_before_the_store_opens_is_indexed_when_it_opens(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    writer = make_app()
+    writer.db.document("sessions/s1").set({"expires_at": clock.now() - 1})
+    app = make_app()
+    app.ttl("sessions", field="expires_at")  # the store is not open yet
+    assert ttl.sweep(app.runtime) == 1
+    assert not exists(app, "sessions/s1")
+
+
+def test_a_sweep_with_nothing_due_reads_no_document(
+    app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app.ttl("sessions", field="expires_at")
+    for n in range(50):
+        app.db.document(f"sessions/s{n}").set({"expires_at": clock.now() + n + 1})
+    probes: list[list[str]] = []
+    expired_paths = type(app.store).expired_paths
+
+    def counted(self: Any, *args: Any) -> list[str]:
+        probes.append(expired_paths(self, *args))
+        return probes[-1]
+
+    def no_read(*args: Any) -> None:
+        raise AssertionError("a sweep with nothing due reads no document")
+
+    monkeypatch.setattr(type(app.store), "expired_paths", counted)
+    for tx_class in (SqlTx, *SqlTx.__subclasses__()):  # SqliteTx, PostgresTx
+        for read in ("get_document", "list_documents", "documents_page", "index_page"):
+            monkeypatch.setattr(tx_class, read, no_read)
+    assert ttl.sweep(app.runtime) == 0
+    assert probes == [[]], "one probe of the expiry index per policy"
+    monkeypatch.undo()
+    clock.advance(10)
+    assert ttl.sweep(app.runtime) == 10

@@ -3,6 +3,7 @@ in the transaction that claims the next one."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,35 +12,68 @@ import pytest
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.worker import PREFETCH, Worker
+from oncefire.worker import Worker
 
 
-def test_a_claim_is_the_free_slots_until_durations_are_known(app: App) -> None:
-    worker = Worker(app, concurrency=4)
-    assert worker.claim_limit() == 4
+def test_a_second_worker_gets_work_while_the_first_runs_slow_attempts(app: App) -> None:
+    release = threading.Event()
 
+    @app.on_message("slow")
+    def slow(event: Event) -> None:
+        release.wait(30)
 
-def test_short_attempts_are_claimed_in_large_batches_up_to_batch_size(app: App) -> None:
-    worker = Worker(app, concurrency=4)
+    for n in range(6):
+        app.publish("slow", {"n": n})
+    first, second = Worker(app.runtime, concurrency=2), Worker(app.runtime, concurrency=2)
     for _ in range(50):
-        worker._learn(0.0001)  # 4 slots x 50 ms / 0.1 ms = 2,000 ahead
-    assert worker.claim_limit() == worker.batch_size == app.settings.batch_size
+        first.flights.learn(2.0)  # it has seen slow attempts: it must not hoard the backlog
+    try:
+        assert first.claim_and_start() == 2
+        assert second.claim_and_start() == 2
+    finally:
+        release.set()
+        first.shutdown()
+        second.shutdown()
 
 
-def test_a_batch_holds_about_prefetch_seconds_of_work(app: App) -> None:
-    worker = Worker(app, concurrency=4)
-    for _ in range(200):
-        worker._learn(0.01)
-    assert worker.claim_limit() == 4 + round(4 * PREFETCH / 0.01)
+def test_a_worker_of_short_attempts_claims_ahead_of_its_slots(app: App) -> None:
+    @app.on_message("quick")
+    def quick(event: Event) -> None:
+        pass
 
-
-def test_slow_attempts_are_claimed_one_a_free_slot(app: App) -> None:
-    worker = Worker(app, concurrency=4)
+    with app.store.batch():
+        for n in range(100):
+            app.publish("quick", {"n": n})
+    worker = Worker(app.runtime, concurrency=2)
     for _ in range(50):
-        worker._learn(0.0001)
-    for _ in range(200):
-        worker._learn(2.0)  # the mean follows a change of workload
-    assert worker.claim_limit() == 4
+        worker.flights.learn(0.0001)
+    try:
+        assert worker.claim_and_start() == 100  # one transaction for the backlog, not 50
+    finally:
+        worker.shutdown()
+
+
+def test_a_worker_whose_attempts_turned_slow_leaves_the_backlog_to_another(app: App) -> None:
+    release = threading.Event()
+
+    @app.on_message("slow")
+    def slow(event: Event) -> None:
+        release.wait(30)
+
+    for n in range(6):
+        app.publish("slow", {"n": n})
+    first, second = Worker(app.runtime, concurrency=2), Worker(app.runtime, concurrency=2)
+    for _ in range(1000):
+        first.flights.learn(0.0001)  # its attempts were short: it would claim ahead ...
+    for _ in range(30):
+        first.flights.learn(2.0)  # ... but the last 30 were slow (the mean of all is 58 ms)
+    try:
+        assert first.claim_and_start() == 2
+        assert second.claim_and_start() == 2
+    finally:
+        release.set()
+        first.shutdown()
+        second.shutdown()
 
 
 def test_a_drain_commits_a_transaction_per_batch_not_per_event(
@@ -82,10 +116,11 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
     monkeypatch.setattr(store, "claim", noting("claim", real_claim))
     monkeypatch.setattr(store, "complete_many", noting("complete_many", real_complete_many))
 
-    summary = Worker(app, concurrency=4).drain()
+    summary = Worker(app.runtime, concurrency=4).drain()
 
     assert summary["succeeded"] == 300
     # 4 first (no duration known yet), then batches of up to 512: a handful of transactions,
-    # each recording the last batch and claiming the next.
-    assert len(batches) <= 6, batches
+    # each recording the last batch and claiming the next (and a few marking a wave of queued
+    # deliveries started).
+    assert len(batches) <= 8, batches
     assert ["complete_many", "claim"] in batches

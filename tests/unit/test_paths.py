@@ -98,3 +98,47 @@ def test_bad_patterns_raise_invalid_pattern_error(bad: str, hint: str) -> None:
     with pytest.raises(InvalidPatternError, match=hint) as info:
         Pattern.parse(bad)
     assert isinstance(info.value, OncefireError)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "params"),
+    [
+        ("logs/{rest=**}", "logs/a", {"rest": "a"}),
+        ("logs/{rest=**}", "logs/a/b/c", {"rest": "a/b/c"}),
+        ("users/{uid}/{doc=**}", "users/u1/posts/p1", {"uid": "u1", "doc": "posts/p1"}),
+        ("{path=**}/likes/{likeId}", "posts/p1/likes/l1", {"path": "posts/p1", "likeId": "l1"}),
+        ("{document=**}", "orders/o1/items/i1", {"document": "orders/o1/items/i1"}),
+    ],
+)
+def test_a_multi_segment_wildcard_takes_one_or_more_segments(
+    pattern: str, path: str, params: dict[str, str]
+) -> None:
+    assert Pattern.parse(pattern).match(path) == params
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path"),
+    [
+        ("logs/{rest=**}", "logs"),  # at least one segment
+        ("logs/{rest=**}", "other/a"),
+        ("{path=**}/likes/{likeId}", "posts/p1/comments/c1"),
+        ("{path=**}/likes/{likeId}", "likes/l1"),
+    ],
+)
+def test_a_multi_segment_wildcard_does_not_match_other_paths(pattern: str, path: str) -> None:
+    assert Pattern.parse(pattern).match(path) is None
+
+
+@pytest.mark.parametrize(
+    ("bad", "hint"),
+    [
+        ("orders/*", "'\\*' is not a wildcard here"),
+        ("orders/**", "'\\*' is not a wildcard here"),
+        ("orders/o*", "'\\*' is not a wildcard here"),
+        ("{a=**}/x/{b=**}", "two multi-segment wildcards"),
+        ("orders/{id=*}", "name it, like {orderId}"),
+    ],
+)
+def test_star_segments_are_refused_with_a_sentence(bad: str, hint: str) -> None:
+    with pytest.raises(InvalidPatternError, match=hint):
+        Pattern.parse(bad)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from oncefire import Retry, RetryPolicy
@@ -109,7 +111,7 @@ def test_an_oversized_event_that_fails_is_dead_with_a_truncated_payload(outcome:
     decision = _decide(outcome, 1, is_oversized=True)
     assert decision.state == "dead"
     assert decision.truncate
-    assert decision.error.startswith(PAYLOAD_TOO_LARGE)
+    assert cast(str, decision.error).startswith(PAYLOAD_TOO_LARGE)
 
 
 def test_an_oversized_event_that_succeeds_succeeds() -> None:
@@ -121,3 +123,12 @@ def test_retry_refuses_a_negative_delay() -> None:
         Retry(delay=-1)
     assert Retry(delay=30).delay == 30
     assert "30" in str(Retry(delay=30))
+
+
+def test_the_window_of_a_huge_policy_is_computed_at_once_without_overflow() -> None:
+    # Past max_delay every wait is max_delay: 1 + 2 + ... + 32 min, then 1 h each.
+    waits = [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0]
+    assert RetryPolicy(max_attempts=10**12).window() == sum(waits) + 3600.0 * (10**12 - 7)
+    assert RetryPolicy(max_attempts=10**6, multiplier=1e300).window() == 60.0 + 3600.0 * (10**6 - 2)
+    assert RetryPolicy(first_delay=0, max_attempts=10**12).window() == 0.0
+    assert RetryPolicy(multiplier=1, max_attempts=4).window() == 180.0

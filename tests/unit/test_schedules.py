@@ -68,7 +68,9 @@ def test_cron_next_tick(spec: str, now: str, expected: str) -> None:
         "* 24 * * *",
         "* * 0 * *",
         "* * * 13 *",
-        "* * * * 7",
+        "* * * * 8",
+        "0 0 30 2 *",
+        "0 0 * * MOO",
         "*/0 * * * *",
         "5-1 * * * *",
         "a * * * *",
@@ -83,3 +85,31 @@ def test_bad_schedules_raise_config_error(bad: str) -> None:
 def test_a_cron_that_never_fires_is_refused() -> None:
     with pytest.raises(ConfigError, match="never fires"):
         Schedule.parse("0 0 31 2 *").next_after(at("2030-01-01T00:00:00"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "now", "expected"),
+    [
+        ("0 9 * * MON", "2030-01-01T00:00:00", "2030-01-07T09:00:00"),
+        ("0 9 * * mon-fri", "2030-01-05T10:00:00", "2030-01-07T09:00:00"),
+        ("0 0 1 JAN *", "2030-01-01T00:00:00", "2031-01-01T00:00:00"),
+        ("0 0 * * 7", "2030-01-01T00:00:00", "2030-01-06T00:00:00"),  # 7 is Sunday too
+        ("0 0 L * *", "2030-02-01T00:00:00", "2030-02-28T00:00:00"),  # last day of month
+        ("0 0 * * 5#2", "2030-01-01T00:00:00", "2030-01-11T00:00:00"),  # second Friday
+        ("0 0 * * 5L", "2030-01-01T00:00:00", "2030-01-25T00:00:00"),  # last Friday
+    ],
+)
+def test_cron_names_seven_as_sunday_last_and_nth(spec: str, now: str, expected: str) -> None:
+    assert Schedule.parse(spec).next_after(at(now)) == at(expected)
+
+
+def test_a_timezone_places_the_cron_in_local_time_across_daylight_saving() -> None:
+    schedule = Schedule.parse("0 9 * * *", timezone="America/New_York")
+    # 9:00 in New York is 14:00 UTC in winter and 13:00 UTC after the March change.
+    assert schedule.next_after(at("2030-03-09T12:00:00")) == at("2030-03-09T14:00:00")
+    assert schedule.next_after(at("2030-03-09T15:00:00")) == at("2030-03-10T13:00:00")
+
+
+def test_an_unknown_timezone_is_refused_with_a_sentence() -> None:
+    with pytest.raises(ConfigError, match="Unknown time zone 'Mars/Olympus'"):
+        Schedule.parse("0 9 * * *", timezone="Mars/Olympus")

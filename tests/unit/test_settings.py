@@ -11,7 +11,8 @@ from oncefire.settings import DEFAULT_STORE
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("STORE", "LEASE", "CONCURRENCY", "SQLITE_SYNCHRONOUS", "MAX_PAYLOAD_BYTES"):
+    names = ("STORE", "LEASE", "CONCURRENCY", "SQLITE_SYNCHRONOUS", "MAX_PAYLOAD_BYTES")
+    for name in (*names, "MAX_EVENT_DEPTH"):
         monkeypatch.delenv(f"ONCEFIRE_{name}", raising=False)
 
 
@@ -22,9 +23,9 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.renew_every == 10.0
     assert settings.sweep_every == 5.0
     assert settings.poll_interval <= 0.1
-    assert settings.retry_sweep == 30.0
     assert settings.max_payload_bytes == 512 * 1024
     assert settings.sqlite_synchronous == "FULL"
+    assert settings.max_event_depth == 16
 
 
 def test_environment_overrides_defaults_and_arguments_override_both(
@@ -86,3 +87,14 @@ def test_an_unknown_store_url_is_a_config_error(tmp_path: object) -> None:
     app = App("mysql://nope")
     with pytest.raises(ConfigError, match="Unknown store URL"):
         _ = app.store
+
+
+def test_max_event_depth_comes_from_the_environment_and_must_be_positive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ONCEFIRE_MAX_EVENT_DEPTH", "32")
+    assert Settings.from_env().max_event_depth == 32
+    assert Settings.from_env(max_event_depth=4).max_event_depth == 4
+    monkeypatch.setenv("ONCEFIRE_MAX_EVENT_DEPTH", "0")
+    with pytest.raises(ConfigError, match="max_event_depth must be at least 1"):
+        Settings.from_env()

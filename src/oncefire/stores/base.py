@@ -7,128 +7,27 @@ is guarded by the delivery's state and lease token, so a stale worker changes no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Protocol
 
+from oncefire.clock import Clock
 from oncefire.events import StoredEvent
-
-
-class State(StrEnum):
-    """Where a delivery is in its life."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    DEAD = "dead"
-    FORWARDED = "forwarded"
-
-
-# The legal transitions; every store enforces them with guarded UPDATEs.
-TRANSITIONS: dict[str, frozenset[State]] = {
-    "claim": frozenset({State.PENDING}),  # -> running (or an expired running lease)
-    "complete": frozenset({State.RUNNING}),  # -> succeeded
-    "retry": frozenset({State.RUNNING}),  # -> pending(run_at)
-    "bury": frozenset({State.RUNNING}),  # -> dead
-    "forward": frozenset({State.RUNNING}),  # -> forwarded (republished on a dead-letter topic)
-    "release": frozenset({State.RUNNING}),  # -> pending, the attempt uncounted
-    "replay": frozenset({State.DEAD}),  # -> pending, attempt 0
-    "dismiss": frozenset({State.DEAD}),  # -> deleted
-}
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionRecord:
-    """A registered function as the store knows it, so any writer can fan out to it."""
-
-    name: str
-    kind: str  # "document", "message" or "schedule"
-    source: str  # path pattern, topic or schedule name
-    event_types: tuple[str, ...]
-    registered_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """Proof of ownership of a running delivery: its id and the token of this claim."""
-
-    delivery_id: int
-    token: str
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    """A delivery a worker now holds, with its event and the number of this attempt."""
-
-    lease: Lease
-    function: str
-    attempt: int
-    started_at: float
-    event: StoredEvent
-    replayed_at: float | None = None  # when a person last replayed it from the dead letters
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptResult:
-    """How one attempt ended, as recorded in the attempts table."""
-
-    outcome: str
-    finished_at: float
-    error: str | None = None
-    started_at: float | None = None  # when the function started; None keeps the claim time
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetterRow:
-    """A dead delivery with its event, as stored."""
-
-    id: int
-    function: str
-    event_id: str
-    event_type: str
-    source: str
-    attempts: int
-    error: str | None
-    failed_at: float
-    payload: dict[str, Any]
-    truncated: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetterFilter:
-    """Which dead letters an operation applies to; None means any."""
-
-    function: str | None = None
-    error_contains: str | None = None
-    since: float | None = None
-    until: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionCounts:
-    """Raw per-function figures over a window, from which the core computes stats."""
-
-    outcomes: dict[str, int]
-    durations: list[float]
-    states: dict[str, int]
-    max_attempts_per_event: int
-    dedupe_hits: int
-
-
-@dataclass(frozen=True, slots=True)
-class IdempotencyRecord:
-    """The state of one @idempotent key: in progress under a lease, or completed."""
-
-    key: str
-    function: str
-    status: str  # "in_progress" or "completed"
-    token: str
-    payload_hash: str
-    lease_until: float
-    expires_at: float
-    result_json: str | None
+from oncefire.rates import RateLimit
+from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
+from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
+from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
+from oncefire.stores.dead_rows import error_group_of as error_group_of
+from oncefire.stores.records import AttemptResult as AttemptResult
+from oncefire.stores.records import Catalog as Catalog
+from oncefire.stores.records import Claimed as Claimed
+from oncefire.stores.records import Fanout as Fanout
+from oncefire.stores.records import FunctionCounts as FunctionCounts
+from oncefire.stores.records import FunctionRecord as FunctionRecord
+from oncefire.stores.records import FunctionRow as FunctionRow
+from oncefire.stores.records import IdempotencyRecord as IdempotencyRecord
+from oncefire.stores.records import Lease as Lease
+from oncefire.stores.table_triggers import TableTriggers
 
 
 class DocumentTx(Protocol):
@@ -148,7 +47,27 @@ class DocumentTx(Protocol):
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(path, record) of a collection; `equals` (field, value key) uses a declared index."""
 
+    def documents_page(
+        self, collection: str, after: str, limit: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(path, record) of at most limit documents whose path sorts after `after`."""
+
+    def index_page(
+        self,
+        collection: str,
+        field: str,
+        key_range: tuple[str, str],
+        after: tuple[str, str],
+        is_desc: bool,
+        limit: int,
+    ) -> list[tuple[str, dict[str, Any], str]]:
+        """(path, record, key) of at most limit documents whose key of field lies in
+        key_range, by (key, path) from past `after`."""
+
     def index_fields(self, collection: str) -> list[str]: ...
+
+    def complete_index_fields(self, collection: str) -> list[str]:
+        """The index fields a query can use: declared and fully built."""
 
     def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
         """Replace the index entries (field -> value key) of a document."""
@@ -171,6 +90,13 @@ class DocumentTx(Protocol):
     def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
         """New pending deliveries of an existing event (a redelivery); their ids."""
 
+    def bury_event(self, event_id: str, error: str, now: float) -> None:
+        """Make the pending deliveries of an event just appended dead letters, with error."""
+
+    def mark_routed(self, event_id: str, from_state: str, to_state: str | None) -> bool:
+        """Move an event's routing mark from from_state to to_state (None: routed); False if
+        its mark is no longer from_state (another worker routed it)."""
+
     def claim_key(self, key: str, now: float, expires_at: float) -> bool:
         """Record an idempotency key; False if a live record of it exists."""
 
@@ -182,11 +108,21 @@ class Store(Protocol):
     """A database that records oncefire's state; SQLite and PostgreSQL implement it."""
 
     url: str
+    dialect: str
+    """"sqlite" or "postgres": which named queries (stores/sql/<dialect>) the store runs."""
+    has_one_statement_write: bool
+    """Capability: set_document() can write a whole document and its event in one statement."""
+    tables: TableTriggers
+    """The triggers on the application's own tables (oncefire.tables decides what they hold)."""
 
     def migrate(self) -> int:
         """Create or upgrade the schema; return its version."""
 
     def close(self) -> None: ...
+
+    def reopen_if_moved(self) -> bool:
+        """Reopen the store if its file was deleted or replaced under it (SQLite); whether
+        it did."""
 
     def transaction(self) -> AbstractContextManager[DocumentTx]:
         """A serializable write transaction: commits on exit, rolls back on an exception."""
@@ -198,6 +134,18 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[DocumentTx]:
         """A read-only snapshot for document reads and queries."""
 
+    def set_document(
+        self,
+        path: str,
+        data_json: str,
+        now: float,
+        event_id: str,
+        fanout_of: Callable[[Catalog], Fanout | None],
+    ) -> bool:
+        """Write a whole document and its event in one statement, if has_one_statement_write;
+        False, having written nothing, when the caller must write through a transaction
+        (also when fanout_of answers None)."""
+
     def register_functions(self, records: Sequence[FunctionRecord]) -> None: ...
 
     def declare_index(
@@ -208,7 +156,13 @@ class Store(Protocol):
     ) -> None:
         """Declare an indexed field and index the documents already there, in one transaction
         that no document write can interleave with; entries(documents) maps each path to
-        its value key."""
+        its value key. A field declared already is left as it is (writes keep its index)."""
+
+    def expired_paths(
+        self, collection: str, field: str, ranges: Sequence[tuple[str, str]], limit: int
+    ) -> list[str]:
+        """Paths of at most limit documents of a collection whose key of an indexed field
+        lies in one of two key ranges, each walked from its lowest key (one index probe)."""
 
     def claim(
         self,
@@ -220,8 +174,31 @@ class Store(Protocol):
         functions: Sequence[str],
         caps: dict[str, int],
         delivery_ids: Sequence[int] | None = None,
+        rates: Mapping[str, RateLimit] | None = None,
+        is_alone: bool = False,
     ) -> list[Claimed]:
-        """Take due pending deliveries, count their attempt, and lease them to worker."""
+        """Take due pending deliveries, count their attempt, and lease them to worker. A
+        function in `rates` takes at most the whole tokens of its bucket, and spends one a
+        delivery leased. A solo delivery is leased only alone: a claim takes the due ones
+        before the first solo one, or that one alone if it comes first and the worker holds
+        nothing else (is_alone)."""
+
+    def rate_tokens(self, rates: Mapping[str, RateLimit], now: float) -> dict[str, float]:
+        """The tokens each rate-limited function's bucket holds at `now` (read only)."""
+
+    def later_of_key(self, delivery_id: int, limit: int) -> tuple[str | None, list[str]]:
+        """A delivery's ordering key (None: it has none) and the ids of up to `limit` events
+        of its key that wait behind it."""
+
+    def unkeyed_deliveries(
+        self, functions: Sequence[str], limit: int
+    ) -> list[tuple[int, str, int, StoredEvent]]:
+        """(delivery id, function, attempt, event) of pending deliveries with no key yet."""
+
+    def key_deliveries(
+        self, keys: Sequence[tuple[int, str]], errors: Sequence[tuple[int, str]], now: float
+    ) -> None:
+        """Set computed ordering keys; make those that have an error instead dead letters."""
 
     def complete(self, lease: Lease, result: AttemptResult) -> bool: ...
 
@@ -240,14 +217,31 @@ class Store(Protocol):
     ) -> bool:
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
 
-    def release(self, leases: Sequence[Lease]) -> int:
-        """Hand running deliveries back to pending without counting their attempt."""
+    def start(self, leases: Sequence[Lease], now: float, *, is_ahead: bool = False) -> set[int]:
+        """Mark claimed deliveries started (their claimed_at is now; a claim leaves it NULL),
+        if their lease still holds; the ids marked. Only a started delivery whose lease ran out
+        is charged an attempt; one marked is_ahead (a wave ahead, with others) is handed back
+        uncharged and solo instead. Marking it again without is_ahead makes it started."""
+
+    def release(self, leases: Sequence[Lease], *, is_solo: bool = False) -> int:
+        """Hand running deliveries back to pending without counting their attempt; is_solo
+        makes each leased alone from now on (see claim)."""
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those (the rest are lost)."""
 
     def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Claimed]:
         """Running deliveries whose lease ran out before now (their worker died)."""
+
+    def use_clock(self, clock: Clock) -> None:
+        """The app's clock: PostgreSQL judges leases by the database's clock when it is the
+        system clock."""
+
+    def take_expired_leases(
+        self, now: float, lease_until: float, functions: Sequence[str], limit: int
+    ) -> list[Claimed]:
+        """Re-lease up to limit deliveries whose lease ran out before now to the caller until
+        lease_until, atomically: two rescuers never take the same one."""
 
     def list_dead(
         self, where: DeadLetterFilter, limit: int, before_id: int | None
@@ -256,6 +250,16 @@ class Store(Protocol):
     def get_dead(self, delivery_id: int) -> DeadLetterRow | None: ...
 
     def count_dead(self, where: DeadLetterFilter) -> int: ...
+
+    def count_dead_up_to(self, function: str, error_group: str, cap: int) -> int:
+        """How many dead letters a function's error group holds, read through its index up
+        to cap + 1 of them (cap + 1: more than cap)."""
+
+    def search_dead(
+        self, function: str, text: str, before_id: int | None, window: int, limit: int
+    ) -> DeadSearchRows:
+        """Search the window newest dead letters of a function (older than before_id) for
+        errors containing text: the window's size and matches, and the newest matches."""
 
     def replay(self, where: DeadLetterFilter, now: float, ids: Sequence[int] | None) -> int:
         """Move dead deliveries back to pending at attempt 0 with their original payload."""
@@ -281,6 +285,17 @@ class Store(Protocol):
     def purge_expired_claims(self, now: float, limit: int) -> int:
         """Delete claim and idempotency records whose expiry has passed; return how many."""
 
+    def purge(self, kind: str, before: float, limit: int) -> dict[str, int]:
+        """Delete up to `limit` rows of one kind of history (oncefire.retention.KINDS) older
+        than `before` in one short write transaction that gives free pages back; how many.
+        Kind "pages" gives up to `limit` free pages back (SQLite), and deletes nothing."""
+
+    def count_purgeable(self, cutoffs: Mapping[str, float]) -> dict[str, int]:
+        """What purging each kind before its cutoff would delete, by table."""
+
+    def bucket_sums(self, since: float) -> list[tuple[str, str, int, float, float]]:
+        """(function, outcome, attempts, seconds, CPU seconds) since a time (whole hours)."""
+
     # @idempotent records: each operation is one statement, committed on its own.
 
     def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
@@ -291,10 +306,11 @@ class Store(Protocol):
         """The record of an @idempotent key, as last committed."""
 
     def take_over_idempotency(
-        self, record: IdempotencyRecord, stale_token: str, now: float
+        self, record: IdempotencyRecord, stale_token: str, lease_ended_by: float
     ) -> bool:
-        """Replace the in-progress record of stale_token whose lease ran out (lease_until <=
-        now) with record; False if that record is gone, completed or held again."""
+        """Replace the in-progress record of stale_token whose lease ended by lease_ended_by
+        (lease_until <= lease_ended_by) with record; False if that record is gone, completed or
+        held again."""
 
     def complete_idempotency(
         self, key: str, token: str, now: float, expires_at: float, result_json: str | None
@@ -303,3 +319,52 @@ class Store(Protocol):
 
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""
+
+    # The functions catalogue and the routing of unrouted events (stores/function_ops.py).
+
+    def move_row_changes(self, limit: int) -> int:
+        """Move at most `limit` row changes captured by table triggers into the outbox, as
+        events marked 'new', in one transaction; how many."""
+
+    def events_to_route(self, routing: str, after: str, limit: int) -> list[StoredEvent]:
+        """Events marked `routing` ('new' or 'unrouted') with an id above `after`, by id."""
+
+    def route_events(
+        self, routes: Sequence[tuple[str, Sequence[str]]], from_state: str, now: float
+    ) -> int:
+        """Give each (event id, functions) its deliveries and clear its mark (or mark it
+        'unrouted' when no function takes it); how many events got deliveries."""
+
+    def functions_to_route(self) -> list[str]:
+        """Names new to the store whose unrouted events are still to be offered to them."""
+
+    def routing_done(self, name: str) -> None:
+        """The unrouted events were offered to a new function."""
+
+    def count_unrouted(self) -> int:
+        """How many events no function has taken yet."""
+
+    def touch_functions(self, names: Sequence[str], now: float) -> None:
+        """A worker serving these functions is alive at now."""
+
+    def function_rows(self) -> list[FunctionRow]:
+        """Every stored function with its pending count, by name."""
+
+    def pause_function(self, name: str, now: float, reason: str) -> bool:
+        """Pause a function; False if it is unknown or already paused."""
+
+    def resume_function(self, name: str) -> bool:
+        """Resume a paused function; False if it is unknown or not paused."""
+
+    def paused_functions(self) -> set[str]:
+        """The names of the paused functions."""
+
+    def forget_function(self, name: str, now: float, error: str) -> int | None:
+        """Stop routing to a function and make its pending deliveries dead letters; how
+        many, or None if the name is not stored."""
+
+    def budget_used(self, function: str, since: float) -> tuple[int, int]:
+        """(attempts of a function ended since a time, its deliveries running now)."""
+
+    def failures_after(self, function: str, after: float) -> tuple[int, int]:
+        """(attempts of a function ended after a time, how many of them did not succeed)."""

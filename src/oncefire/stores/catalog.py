@@ -3,49 +3,41 @@ store between transactions while the store's catalogue version stays the same.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NamedTuple
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from oncefire.stores.base import FunctionRecord
+from oncefire.stores.base import Catalog, Fanout, FunctionRecord
 
-BUMP_SQL = "UPDATE oncefire_catalog SET version = version + 1"
-VERSION_SQL = "SELECT version FROM oncefire_catalog"
-
-
-@dataclass(frozen=True, slots=True)
-class Catalog:
-    """The functions and index fields of a store as of one catalogue version."""
-
-    version: int
-    functions: tuple[FunctionRecord, ...]
-    index_fields: dict[str, tuple[str, ...]]  # collection -> fields, sorted
-
-    def fields_of(self, collection: str) -> list[str]:
-        """The declared index fields of a collection."""
-        return list(self.index_fields.get(collection, ()))
+__all__ = [
+    "Catalog",
+    "CatalogCache",
+    "Fanout",
+    "building_fields",
+    "fields_by_collection",
+    "function_record",
+]
 
 
-def function_record(row: tuple[str, str, str, str, float]) -> FunctionRecord:
-    """A FunctionRecord from a (name, kind, source, event_types, registered_at) row."""
-    return FunctionRecord(row[0], row[1], row[2], tuple(row[3].split(",")), row[4])
+def function_record(row: tuple[str, str, str, str, float, str | None]) -> FunctionRecord:
+    """A FunctionRecord from a (name, kind, source, event_types, registered_at, fields) row;
+    fields is a JSON list or NULL."""
+    fields = tuple(json.loads(row[5])) if row[5] else ()
+    return FunctionRecord(row[0], row[1], row[2], tuple(row[3].split(",")), row[4], fields=fields)
 
 
-def fields_by_collection(rows: list[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
-    """(collection, field) rows grouped by collection, each collection's fields sorted."""
+def fields_by_collection(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[str, ...]]:
+    """(collection, field, building) rows grouped by collection, each collection's fields
+    sorted."""
     grouped: dict[str, list[str]] = {}
-    for collection, field in rows:
+    for collection, field, *_ in rows:
         grouped.setdefault(collection, []).append(field)
     return {c: tuple(sorted(f)) for c, f in grouped.items()}
 
 
-class Fanout(NamedTuple):
-    """What a document write makes besides the document, by the catalogue: the functions a
-    creation and an update start, and the new data's index entries (None: no declared field)."""
-
-    on_create: list[str]
-    on_update: list[str]
-    index_entries: dict[str, str] | None
+def building_fields(rows: Sequence[Sequence[Any]]) -> frozenset[tuple[str, str]]:
+    """The (collection, field) of the rows whose index is still being built."""
+    return frozenset((row[0], row[1]) for row in rows if row[2])
 
 
 class CatalogCache:

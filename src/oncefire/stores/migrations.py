@@ -24,7 +24,36 @@ def latest(dialect: str) -> int:
     return load(dialect)[-1][0]
 
 
+_TOKEN = re.compile(
+    r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|/\*.*?\*/|(\$[a-z_]*\$).*?\1|\w+|;|[^\w;]""",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
 def statements(sql: str) -> list[str]:
-    """The statements of a migration script, its -- comments dropped (they may hold ';')."""
-    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
-    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+    """The statements of a migration script, its comments dropped.
+
+    A `;` ends a statement only outside string literals, quoted names, comments, dollar
+    quotes and the BEGIN ... END body of a trigger (where CASE ... END nests too).
+    """
+    found: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for match in _TOKEN.finditer(sql):
+        token = match.group(0)
+        if token.startswith("--") or token.startswith("/*"):
+            current.append(" " if token.startswith("/*") else "")
+            continue
+        word = token.upper()
+        head = " ".join("".join(current).split()[:4]).upper()
+        if (word == "BEGIN" and "TRIGGER" in head) or (word == "CASE" and depth):
+            depth += 1
+        elif word == "END" and depth:
+            depth -= 1
+        if token == ";" and depth == 0:
+            found.append("".join(current).strip())
+            current = []
+        else:
+            current.append(token)
+    found.append("".join(current).strip())
+    return [statement for statement in found if statement]

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import psycopg
 
+from oncefire.stores import queries
 from oncefire.stores.postgres_pool import CONNECT_TIMEOUT, connect_options
-from oncefire.stores.postgres_tx import CHANNEL, Connection
+from oncefire.stores.postgres_statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
 
+log = logging.getLogger(__name__)
+
 
 class Listener:
-    """A LISTENing connection that reopens itself after it drops, and never raises."""
+    """A LISTENing connection that reopens itself after it drops, and never raises. Its loss
+    and its return are logged once each (a WARNING, then an INFO), however long it stays away."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._retry_at = 0.0
+        self._is_lost = False  # the connection dropped or could not be opened since it worked
 
     @property
     def backend_pid(self) -> int | None:
@@ -45,8 +51,9 @@ class Listener:
                     for _ in conn.notifies(timeout=0.0):  # those already queued count as one
                         pass
                     return
-                except psycopg.Error:
+                except psycopg.Error as exc:
                     self._drop()
+                    self._lost(exc)
                     return  # the server may already be back: let the caller look
         finally:
             self._lock.release()
@@ -58,6 +65,8 @@ class Listener:
         """The listening connection and whether it is new; None while the server is away."""
         if self._conn is not None and not self._conn.closed:
             return self._conn, False
+        if self._conn is not None:
+            self._lost("its connection was closed")
         if time.monotonic() < self._retry_at:
             return None, False  # the last attempt failed a moment ago
         try:
@@ -75,17 +84,33 @@ class Listener:
                     keepalives_count=3,
                 ),
             )
-        except psycopg.Error:
+        except psycopg.Error as exc:
             self._retry_at = time.monotonic() + RELISTEN_EVERY
+            self._lost(exc)
             return None, False
         try:
-            conn.execute(f"LISTEN {CHANNEL}")
-        except psycopg.Error:
+            conn.execute(queries.load("postgres")["listen"])
+        except psycopg.Error as exc:
             conn.close()
             self._retry_at = time.monotonic() + RELISTEN_EVERY
+            self._lost(exc)
             return None, False
         self._conn = conn
+        if self._is_lost:
+            self._is_lost = False
+            log.info("the LISTEN connection to PostgreSQL is back: new work wakes workers again")
         return conn, True
+
+    def _lost(self, cause: object) -> None:
+        """Log the loss of the listening connection, once until it is back."""
+        if not self._is_lost:
+            self._is_lost = True
+            first = str(cause).strip().splitlines()[0] if str(cause).strip() else "no reason given"
+            log.warning(
+                "the LISTEN connection to PostgreSQL was lost (%s): workers poll for new work "
+                "until it is back",
+                first,
+            )
 
     def _drop(self) -> None:
         if self._conn is not None:

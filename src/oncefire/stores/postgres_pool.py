@@ -15,14 +15,22 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
 from oncefire import codec
-from oncefire.errors import InvalidDocumentError, OncefireError, StoreError
-from oncefire.stores.postgres_tx import Connection
+from oncefire.errors import (
+    InvalidDocumentError,
+    OncefireError,
+    StoreError,
+    StoreUnavailableError,
+)
+from oncefire.stores import faults, queries
+from oncefire.stores.connection import NO_ARGS, Args, Row
+from oncefire.stores.postgres_statements import Connection
 
 POOL_MIN = 1
 POOL_MAX = 10  # a worker's attempt threads (8 by default) + its loop + one spare
 POOL_TIMEOUT = 5.0  # seconds to wait for a free connection before the call fails
 RECONNECT_TIMEOUT = 5.0  # a lost connection is retried this long, then on the next demand
 CONNECT_TIMEOUT = 5  # seconds (libpq counts whole seconds)
+SQL = queries.load("postgres")
 
 
 def failure(exc: psycopg.Error) -> OncefireError:
@@ -43,7 +51,7 @@ def failure(exc: psycopg.Error) -> OncefireError:
             "run it again, and write the same documents in the same order everywhere."
         )
     if isinstance(exc, psycopg.OperationalError):
-        return StoreError(f"The PostgreSQL store is unavailable: {text}.")
+        return StoreUnavailableError(f"The PostgreSQL store is unavailable: {text}.")
     return StoreError(f"The PostgreSQL store failed: {text}.")
 
 
@@ -54,8 +62,10 @@ def connect_options(url: str, **defaults: Any) -> dict[str, Any]:
 
 
 def _configure(conn: Connection) -> None:
-    # JSONB comes back through oncefire's codec, so datetimes round-trip as on SQLite.
-    set_json_loads(codec.loads, conn)
+    # JSONB comes back through oncefire's codec, so datetimes round-trip as on SQLite; a
+    # value it cannot decode comes back as an Undecodable, so one bad row fails its own
+    # delivery (or read), never the statement that fetched it with others.
+    set_json_loads(codec.loads_or_undecodable, conn)
 
 
 class Pool:
@@ -67,7 +77,7 @@ class Pool:
             psycopg.connect(url, **connect_options(url, connect_timeout=CONNECT_TIMEOUT)).close()
         except psycopg.Error as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
-            raise StoreError(f"Cannot connect to the PostgreSQL store: {text}.") from exc
+            raise StoreUnavailableError(f"Cannot connect to the PostgreSQL store: {text}.") from exc
         self._local = threading.local()  # the connection of a batch() in progress, per thread
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
@@ -96,7 +106,7 @@ class Pool:
             try:
                 conn = self._pool.getconn()
             except psycopg.Error as exc:
-                raise StoreError(
+                raise StoreUnavailableError(
                     f"No PostgreSQL connection came free within {POOL_TIMEOUT:g} s: is the "
                     f"server up? ({exc})"
                 ) from exc
@@ -130,11 +140,12 @@ class Pool:
 
     @contextmanager
     def transaction(
-        self, begin: str = "BEGIN", *, is_pipelined: bool = False
+        self, begin: str = "begin", *, is_pipelined: bool = False
     ) -> Iterator[Connection]:
         """A transaction on a pooled connection: commits on exit, rolls back on an exception.
         Inside batch() it joins the batch's transaction. Pipelined, statements go to the
-        server when a result is fetched or at the COMMIT, not one round trip each."""
+        server when a result is fetched or at the COMMIT, not one round trip each. begin
+        names the query that opens it."""
         joined: Connection | None = getattr(self._local, "conn", None)
         if joined is not None:
             try:
@@ -148,15 +159,19 @@ class Pool:
             return
         conn = self.take()
         try:
-            conn.execute(begin)
+            faults.before(begin)
+            conn.execute(SQL[begin])
             try:
+                faults.after(begin)
                 yield conn
+                faults.before("commit")
             except BaseException:
                 if not conn.broken:
                     with suppress(psycopg.Error):  # the pool drops what it cannot reset
-                        conn.execute("ROLLBACK")
+                        conn.execute(SQL["rollback"])
                 raise
-            conn.execute("COMMIT")
+            conn.execute(SQL["commit"])
+            faults.after("commit")  # committed, yet the caller is told it failed
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
@@ -167,23 +182,26 @@ class Pool:
         conn = self.take()
         try:
             with conn.pipeline():
-                conn.execute(begin)
+                faults.before(begin)
+                conn.execute(SQL[begin])
                 yield conn
-                conn.execute("COMMIT")
+                faults.before("commit")
+                conn.execute(SQL["commit"])
             # Leaving the pipeline syncs: an error of any queued statement is raised here.
+            faults.after("commit")  # committed, yet the caller is told it failed
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
             # After an error (the block's or a statement's) the transaction is still open.
             if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                 with suppress(psycopg.Error):  # the pool drops what it cannot reset
-                    conn.execute("ROLLBACK")
+                    conn.execute(SQL["rollback"])
             self._pool.putconn(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
         """A read-only transaction that sees one moment of the database."""
-        with self.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn:
+        with self.transaction("begin_snapshot") as conn:
             yield conn
 
     def run(self, query: str, args: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
@@ -192,14 +210,20 @@ class Pool:
         joined: Connection | None = getattr(self._local, "conn", None)
         if joined is not None:
             try:
+                faults.before(query)
                 cursor = joined.execute(query, args)
-                return cursor.fetchall() if cursor.description is not None else [cursor.rowcount]
+                rows = cursor.fetchall() if cursor.description is not None else [cursor.rowcount]
+                faults.after(query)
+                return rows
             except psycopg.Error as exc:
                 raise failure(exc) from exc
         conn = self.take()
         try:
+            faults.before(query)
             cursor = conn.execute(query, args)
-            return cursor.fetchall() if cursor.description is not None else [cursor.rowcount]
+            rows = cursor.fetchall() if cursor.description is not None else [cursor.rowcount]
+            faults.after(query)  # committed (autocommit), yet the caller is told it failed
+            return rows
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
@@ -211,22 +235,28 @@ class Pool:
         joined: Connection | None = getattr(self._local, "conn", None)
         if joined is not None:
             try:
+                faults.before(query)
                 joined.execute(setting)
-                return joined.execute(query, args).fetchall()
+                rows = joined.execute(query, args).fetchall()
+                faults.after(query)
+                return rows
             except psycopg.Error as exc:
                 raise failure(exc) from exc
         conn = self.take()
         try:
+            faults.before(query)
             with conn.pipeline():
-                conn.execute("BEGIN")
+                conn.execute(SQL["begin"])
                 conn.execute(setting)
                 cursor = conn.execute(query, args)
-                conn.execute("COMMIT")
-            return cursor.fetchall()
+                conn.execute(SQL["commit"])
+            rows = cursor.fetchall()
+            faults.after(query)  # committed, yet the caller is told it failed
+            return rows
         except psycopg.Error as exc:
             if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                 with suppress(psycopg.Error):  # the pool drops what it cannot reset
-                    conn.execute("ROLLBACK")
+                    conn.execute(SQL["rollback"])
             raise failure(exc) from exc
         finally:
             self._pool.putconn(conn)
@@ -234,3 +264,30 @@ class Pool:
     def close(self) -> None:
         """Close every connection."""
         self._pool.close()
+
+
+class PooledStatements:
+    """Named queries each run on a pooled connection as a transaction of its own (or in this
+    thread's batch): one round trip each."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    def fetch(self, name: str, args: Args = NO_ARGS) -> list[Row]:
+        """The rows a query returns."""
+        return self._pool.run(SQL[name], dict(args))
+
+    def execute(self, name: str, args: Args = NO_ARGS) -> None:
+        """Run a statement."""
+        self._pool.run(SQL[name], dict(args))
+
+    def count(self, name: str, args: Args = NO_ARGS) -> int:
+        """Run a statement; the number of rows it changed."""
+        return int(self._pool.run(SQL[name], dict(args))[0])
+
+    def execute_many(self, name: str, rows: Sequence[Args]) -> None:
+        """Run a statement once per set of arguments, in one transaction."""
+        with self._pool.transaction() as conn:
+            faults.before(name)
+            conn.cursor().executemany(SQL[name], rows)
+            faults.after(name)

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from oncefire import App, RetryPolicy
+from oncefire import App, RetryPolicy, idempotent
 from oncefire.events import Event
 
 app = App()
@@ -76,3 +76,31 @@ def zombie(event: Event) -> None:
         time.sleep(event.data.data.get("sleep", 0))
         mark(event, "end")
         raise RuntimeError("late failure of attempt 1")
+
+
+def ledger(event: Event, what: str) -> None:
+    """Append `what pid attempt time` to $E2E_DIR/ledger: when each attempt ran, and where."""
+    line = f"{what} {os.getpid()} {event.attempt} {time.time():.6f}\n"
+    with open(Path(os.environ["E2E_DIR"]) / "ledger", "a") as file:
+        file.write(line)
+
+
+@idempotent(lease=1)
+def pay(event: Event) -> str:
+    """An outside effect, once per event: a line in $E2E_DIR/effects. Overruns on attempt 1."""
+    if event.attempt == 1:
+        time.sleep(event.data.data.get("sleep", 0))
+    with open(Path(os.environ["E2E_DIR"]) / "effects", "a") as file:
+        file.write(f"{event.id}\n")
+    return "paid"
+
+
+@app.on_message("overrun", retry_policy=QUICK, timeout=1, max_instances=1)
+def overrun(event: Event) -> None:
+    """Runs past its timeout on its first attempt (a plain thread cannot be stopped)."""
+    ledger(event, "start")
+    mark(event)
+    try:
+        pay(event)
+    finally:
+        ledger(event, "end")

@@ -1,0 +1,29 @@
+"""The Event a function receives for a claimed delivery, built from the stored event."""
+
+from __future__ import annotations
+
+from oncefire import codec
+from oncefire.clock import to_datetime
+from oncefire.errors import UndecodablePayloadError
+from oncefire.events import Event, view_of
+from oncefire.stores.base import Claimed
+from oncefire.triggers import Trigger
+
+
+def build_event(trigger: Trigger, claimed: Claimed) -> Event:
+    """The Event object a function receives for a claimed delivery."""
+    stored = claimed.event
+    if isinstance(stored.data, codec.Undecodable):
+        raise UndecodablePayloadError(f"The event's payload cannot be decoded: {stored.data.error}")
+    return Event(
+        id=stored.id,
+        type=stored.type,
+        source=stored.source,
+        time=to_datetime(stored.time),
+        data=view_of(stored, as_change=trigger.is_change),
+        params=trigger.params_of(stored),
+        attempt=claimed.attempt,
+        size=stored.size,
+        function=trigger.name,
+        raw=stored.data,
+    )

@@ -1,0 +1,101 @@
+"""`oncefire stats`, `oncefire doc get|set|delete` and `oncefire publish`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from oncefire.cli.common import echo_json, friendly, open_app, read_data, store_option
+from oncefire.events import EventType
+from oncefire.stats import stats_table
+
+DATA_HELP = "JSON, `-` to read it from stdin, or @FILE to read it from a file."
+
+
+@click.command()
+@store_option
+@click.option("--window", default=86400.0, show_default=True, help="Seconds of history.")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def stats(store: str | None, window: float, as_json: bool) -> None:
+    """Per-function figures: successes, failures, dead letters, durations."""
+    app = open_app(store)
+    figures = app.stats(window)
+    if as_json:
+        echo_json({name: s.to_dict() for name, s in figures.items()})
+        return
+    print_stats(figures)
+    click.echo(f"unrouted: {app.unrouted_count()} event(s) no function takes yet")
+
+
+def print_stats(figures: dict[str, Any]) -> None:
+    """A table of FunctionStats."""
+    click.echo(stats_table(figures))
+
+
+@click.group()
+def doc() -> None:
+    """Read and write documents (writes start triggers like any other write)."""
+
+
+@doc.command("get")
+@click.argument("path")
+@store_option
+@friendly
+def doc_get(path: str, store: str | None) -> None:
+    """Print a document as JSON (exit 1 if it does not exist)."""
+    snap = open_app(store).db.document(path).get()
+    if not snap.exists:
+        raise click.ClickException(f"No document at {path!r}.")
+    echo_json(snap.to_dict())
+
+
+@doc.command("set")
+@click.argument("path")
+@click.argument("data", metavar="DATA")
+@store_option
+@click.option("--merge", is_flag=True, help="Merge fields into the existing document.")
+@friendly
+def doc_set(path: str, data: str, store: str | None, merge: bool) -> None:
+    """Create or replace a document from DATA: JSON, `-` (stdin) or @FILE."""
+    fields = read_data(data, "DATA")
+    app = open_app(store, is_write=True)
+    ref = app.db.document(path)
+    is_new = not ref.get().exists
+    ref.set(fields, merge=merge)
+    kind = EventType.DOCUMENT_CREATED if is_new else EventType.DOCUMENT_UPDATED
+    if not app.subscribers(kind, ref.path):
+        click.echo(f"kept; no function subscribes to {ref.path} yet", err=True)
+    click.echo(f"set {path}")
+
+
+@doc.command("delete")
+@click.argument("path")
+@store_option
+@friendly
+def doc_delete(path: str, store: str | None) -> None:
+    """Delete a document."""
+    open_app(store, is_write=True).db.document(path).delete()
+    click.echo(f"deleted {path}")
+
+
+@click.command()
+@click.argument("topic")
+@click.argument("data", metavar="DATA")
+@store_option
+@click.option("--attribute", "-a", multiple=True, help="KEY=VALUE, repeatable.")
+@friendly
+def publish(topic: str, data: str, store: str | None, attribute: tuple[str, ...]) -> None:
+    """Publish a message on a topic from DATA (JSON, `-` for stdin, or @FILE); print its id."""
+    attributes = {}
+    for item in attribute:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.ClickException(f"--attribute {item!r} must be KEY=VALUE.")
+        attributes[key] = value
+    message = read_data(data, "DATA")
+    app = open_app(store, is_write=True)
+    click.echo(app.publish(topic, message, attributes=attributes))
+    if not app.subscribers(EventType.MESSAGE_PUBLISHED, topic):
+        click.echo(f"kept; no function subscribes to topic {topic} yet", err=True)

@@ -1,0 +1,204 @@
+"""Commands that run an app: worker, run, drain, and migrate (which creates a store)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import click
+
+from oncefire.cli.common import (
+    configure_logging,
+    echo_json,
+    friendly,
+    name_store,
+    open_app,
+    open_user_app,
+    store_option,
+)
+
+if TYPE_CHECKING:
+    from oncefire.app import App
+    from oncefire.server import HttpServer
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
+
+
+def serve_workers(
+    app_target: str,
+    store: str | None,
+    processes: int,
+    concurrency: int | None,
+    verbose: bool,
+    http: Callable[[App], AbstractContextManager[object]] | None = None,
+) -> None:
+    """Supervise the app's worker processes until SIGTERM or SIGINT (and run http, the HTTP
+    server of `oncefire run`, on the loaded app meanwhile)."""
+    configure_logging(verbose)
+    if processes < 1:
+        raise click.ClickException("--processes must be at least 1.")
+    if concurrency is not None and concurrency < 1:
+        raise click.ClickException("--concurrency must be at least 1.")
+    open_user_app(app_target, store)  # a mistake in the app, or a store conflict, is one line
+    from oncefire.supervisor import serve
+
+    status = serve(
+        app_target,
+        store=store,
+        processes=processes,
+        concurrency=concurrency,
+        is_verbose=verbose,
+        alongside=http,
+    )
+    if status:
+        raise SystemExit(status)
+
+
+def _serving_options(fn: F) -> F:
+    """The options of every command that supervises workers."""
+    for option in reversed(
+        (
+            click.argument("app_target", metavar="APP"),
+            store_option,
+            click.option(
+                "--processes", default=1, show_default=True, help="Worker processes to supervise."
+            ),
+            click.option(
+                "--concurrency", default=None, type=int, help="Attempts each process runs at once."
+            ),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+@click.command()
+@_serving_options
+@click.option("-v", "--verbose", is_flag=True)
+@friendly
+def worker(
+    app_target: str, store: str | None, processes: int, concurrency: int | None, verbose: bool
+) -> None:
+    """Serve an app's functions until SIGTERM (APP is module:app or path/file.py)."""
+    serve_workers(app_target, store, processes, concurrency, verbose)
+
+
+def http_beside(
+    host: str, port: int, dashboard: Mapping[str, str] | None, allowed_hosts: tuple[str, ...]
+) -> Callable[[App], AbstractContextManager[object]]:
+    """The HTTP server of `oncefire run` on the loaded app: its HTTP functions, and the
+    dashboard under /_oncefire/ unless dashboard (its tokens by secret) is None."""
+    from oncefire.server import serve_beside
+
+    @contextmanager
+    def serving(app: App) -> Iterator[object]:
+        mounts = []
+        if dashboard is not None:
+            from oncefire.dashboard.server import mount
+
+            mounts.append(mount(app, host, tokens=dashboard, allowed_hosts=allowed_hosts))
+        with serve_beside(host, port, mounts)(app) as server:
+            if dashboard is not None:
+                from oncefire.dashboard.server import PREFIX
+
+                url = cast("HttpServer", server).url
+                log.info("dashboard on %s%s/", url, PREFIX)
+            yield server
+
+    return serving
+
+
+def dashboard_tokens(host: str, token_file: str | None) -> dict[str, str]:
+    """The dashboard's tokens; refuse a public bind without one (before the app loads)."""
+    from oncefire.dashboard.security import TOKEN_ENV, is_loopback, load_tokens
+
+    tokens = load_tokens(token_file=token_file)
+    if not is_loopback(host) and not tokens:
+        raise click.ClickException(
+            f"The dashboard would listen on {host} without a token: set {TOKEN_ENV} (or pass "
+            "--token-file), or pass --no-dashboard to serve only the HTTP functions."
+        )
+    return tokens
+
+
+@click.command()
+@_serving_options
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address the HTTP server binds."
+)
+@click.option(
+    "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="HTTP port."
+)
+@click.option(
+    "--no-dashboard",
+    "without_dashboard",
+    is_flag=True,
+    help="Serve only the HTTP functions (public as written: no token, no dashboard).",
+)
+@click.option("--token-file", default=None, help="Dashboard tokens (lines SECRET or NAME=SECRET).")
+@click.option("--allow-host", multiple=True, help="Another Host the dashboard accepts.")
+@click.option("-v", "--verbose", is_flag=True)
+@friendly
+def run(
+    app_target: str,
+    store: str | None,
+    processes: int,
+    concurrency: int | None,
+    host: str,
+    port: int,
+    without_dashboard: bool,
+    token_file: str | None,
+    allow_host: tuple[str, ...],
+    verbose: bool,
+) -> None:
+    """Run everything an app needs: its workers and one HTTP server with its HTTP functions
+    and the dashboard under /_oncefire/ (APP is module:app or path/file.py).
+
+    Beyond 127.0.0.1 the dashboard needs a token ($ONCEFIRE_DASHBOARD_TOKEN or --token-file);
+    the HTTP functions never do: they are as public as the function makes them."""
+    tokens = None if without_dashboard else dashboard_tokens(host, token_file)
+    http = http_beside(host, port, tokens, allow_host)
+    serve_workers(app_target, store, processes, concurrency, verbose, http=http)
+
+
+@click.command()
+@click.argument("app_target", metavar="APP")
+@store_option
+@friendly
+def drain(app_target: str, store: str | None) -> None:
+    """Run every delivery due now in this process, then exit."""
+    configure_logging()
+    summary = open_user_app(app_target, store).drain()
+    echo_json({"attempts": summary.attempts, "outcomes": summary.outcomes})
+
+
+@click.command()
+@click.argument("app_target", metavar="[APP]", required=False)
+@store_option
+@friendly
+def migrate(app_target: str | None, store: str | None) -> None:
+    """Create or upgrade the store's schema (the one command that creates a store), and
+    install or update the triggers of the tables its row functions name (with APP, its
+    functions are registered first)."""
+    from oncefire.app import App
+
+    app = App(store) if app_target is None else open_user_app(app_target, store)
+    if app_target is None:
+        name_store(app.settings.store)
+    click.echo(f"schema at version {app.store.migrate()}")
+    for line in app.watch_tables():
+        click.echo(line)
+
+
+@click.command()
+@click.argument("table")
+@store_option
+@friendly
+def unwatch(table: str, store: str | None) -> None:
+    """Drop the triggers oncefire made on TABLE (its row functions then get no new events
+    from it until `oncefire migrate` makes them again)."""
+    was_watched = open_app(store, is_write=True).unwatch_table(table)
+    click.echo(f"triggers of table {table} dropped" if was_watched else f"{table} was not watched")

@@ -1,0 +1,279 @@
+"""The attempts a worker runs: started in threads (async ones on one event loop), collected
+when they end, watched for their deadline; and the leases a worker gives up.
+
+The worker loop (worker.py) decides when; these do the work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from oncefire import execution
+from oncefire.errors import StoreError
+from oncefire.execution import Ending, EventLoopThread
+from oncefire.retry import Outcome
+from oncefire.stores.base import Claimed, Lease
+
+if TYPE_CHECKING:
+    from collections import Counter
+    from collections.abc import Collection, Mapping, Sequence
+
+    from oncefire.runtime import Runtime
+    from oncefire.triggers import Trigger
+
+log = logging.getLogger("oncefire.worker")
+
+# An async attempt past its timeout gets this much longer before the worker counts it as
+# overdue, so that its own cancellation is recorded first; a sync one cannot be cancelled.
+TIMEOUT_GRACE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class DrainSummary:
+    """What a drain ran: attempts by outcome."""
+
+    attempts: int
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def __getitem__(self, outcome: str) -> int:
+        return self.outcomes.get(outcome, 0)
+
+    @classmethod
+    def of(cls, outcomes: Mapping[str, int]) -> DrainSummary:
+        """The summary of attempts counted by outcome."""
+        return cls(sum(outcomes.values()), {str(k): v for k, v in outcomes.items()})
+
+
+@dataclass(slots=True)
+class Flight:
+    """A delivery whose function runs on this worker."""
+
+    claimed: Claimed
+    trigger: Trigger
+    deadline: float
+    started: float  # time.monotonic() at its start
+    is_settled: bool = False  # its result no longer counts: its lease was lost
+    is_overdue: bool = False  # still running past its deadline: recorded when it ends
+
+    def log_extra(self) -> dict[str, object]:
+        """The fields a log line about this attempt carries."""
+        return {"delivery_id": self.claimed.lease.delivery_id, "function": self.trigger.name}
+
+
+class Flights:
+    """The attempts running on one worker, and those that ended but are not recorded yet."""
+
+    def __init__(self, rt: Runtime, concurrency: int) -> None:
+        self.rt = rt
+        self.running: dict[Future[Ending], Flight] = {}
+        self.ended: list[tuple[Flight, Ending]] = []  # ended, not recorded yet
+        self.first_ended_at = 0.0  # time.monotonic() when the oldest of `ended` ended
+        self.mean_duration: float | None = None  # of recent attempts, in seconds
+        # Ended futures, with when they ended.
+        self._done: queue.SimpleQueue[tuple[Future[Ending], float]] = queue.SimpleQueue()
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="oncefire-attempt")
+        self._loop: EventLoopThread | None = None  # started with the first async attempt
+
+    def ended_items(self) -> list[tuple[Trigger, Claimed, Ending]]:
+        """What recording the ended attempts needs: (trigger, delivery, ending) each."""
+        return [(flight.trigger, flight.claimed, ending) for flight, ending in self.ended]
+
+    def start(self, item: Claimed) -> None:
+        """Start the function of a claimed delivery (marked started in the store)."""
+        trigger = self.rt.triggers[item.function]
+        started = time.monotonic()
+        future: Future[Ending]
+        if trigger.is_async:
+            if self._loop is None:
+                self._loop = EventLoopThread()
+            future = self._loop.submit(execution.run_async(self.rt, trigger, item))
+            deadline = started + trigger.options.timeout + TIMEOUT_GRACE
+        else:
+            future = self._pool.submit(execution.run, self.rt, trigger, item)
+            deadline = started + trigger.options.timeout
+        self.running[future] = Flight(item, trigger, deadline, started)
+        # O(1) per attempt, unlike wait() on them all; the time is when it ended, not when
+        # the loop came to look.
+        future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
+
+    def collect(self, timeout: float) -> int:
+        """Wait up to timeout for attempts to end and set them aside for recording; how many
+        ended."""
+        if not self.running:
+            return 0
+        done = []
+        with suppress(queue.Empty):
+            done.append(self._done.get(timeout=timeout))
+            while True:
+                done.append(self._done.get_nowait())
+        for future, finished in done:
+            flight = self.running.pop(future)
+            self.learn(finished - flight.started)
+            if flight.is_settled or future.cancelled():
+                continue  # its lease was lost: another worker owns the delivery now
+            if not self.ended:
+                self.first_ended_at = finished
+            self.ended.append((flight, ending_of(flight, future)))
+        return len(done)
+
+    def learn(self, duration: float) -> None:
+        """Fold one attempt's duration into the recent mean."""
+        if self.mean_duration is None:
+            self.mean_duration = duration
+        else:
+            self.mean_duration += (duration - self.mean_duration) * 0.1
+
+    def newly_overdue(self) -> list[Flight]:
+        """Mark the attempts that just ran past their deadline overdue, and return them. They
+        are not recorded yet: each keeps its lease and its max_instances slot until its thread
+        ends, so its retry can never run beside it."""
+        now = time.monotonic()
+        late = [
+            f
+            for f in self.running.values()
+            if not (f.is_overdue or f.is_settled) and now >= f.deadline
+        ]
+        for flight in late:
+            flight.is_overdue = True
+            log.warning(
+                "%s attempt %d of event %s ran past its timeout of %s s",
+                flight.trigger.name,
+                flight.claimed.attempt,
+                flight.claimed.event.id,
+                flight.trigger.options.timeout,
+                extra=flight.log_extra(),
+            )
+        return late
+
+    def live(self) -> list[Flight]:
+        """The running attempts whose lease is still ours."""
+        return [f for f in self.running.values() if not f.is_settled]
+
+    def settle_lost(self, worker: str, kept: Collection[Lease]) -> None:
+        """Discard the results of running attempts whose lease is not among those kept:
+        another worker owns their deliveries now."""
+        for flight in self.live():
+            if flight.claimed.lease not in kept:
+                flight.is_settled = True
+                log.warning(
+                    "%s lost the lease of delivery %d",
+                    worker,
+                    flight.claimed.lease.delivery_id,
+                    extra=flight.log_extra(),
+                )
+
+    def record_overdue(self, worker: str) -> None:
+        """Record a timeout for each attempt still running past its deadline."""
+        for flight in [f for f in self.live() if f.is_overdue]:
+            try:
+                ending = timeout_ending(flight.trigger)
+                execution.record(self.rt, flight.trigger, flight.claimed, ending)
+            except StoreError as exc:
+                log.error("worker %s: %s; the lease will run out instead", worker, exc)
+
+    def stop(self) -> None:
+        """Stop starting attempts; threads still running are left to the process's exit."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.stop()
+
+
+def worker_name() -> str:
+    """A name that tells which host and process holds a lease."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def timeout_ending(trigger: Trigger) -> Ending:
+    """The ending of an attempt that ran past its timeout."""
+    return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
+
+
+def ending_of(flight: Flight, future: Future[Ending]) -> Ending:
+    """How a flight whose future is done ended."""
+    if flight.is_overdue:
+        # Recorded only now that its thread ended: its retry never overlaps it.
+        return timeout_ending(flight.trigger)
+    error = future.exception()
+    if error is not None:  # raised outside the function: a failed attempt, not a lost one
+        return execution.outside_failure(error)
+    return future.result()
+
+
+def record_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:
+    """Record ended attempts in one store transaction, or one at a time if that fails (one
+    record the store refuses must not roll back its batch-mates' forever); the outcomes
+    recorded."""
+    items = [(flight.trigger, flight.claimed, ending) for flight, ending in ended]
+    try:
+        return execution.record_many(rt, items)
+    except Exception as exc:
+        log.warning("worker %s recording one attempt at a time: %s", worker, exc)
+        return execution.record_each(rt, items)
+
+
+RESCUE_BATCH = 256  # leases re-leased to a rescuer per statement
+
+
+def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
+    """For each delivery whose lease ran out: record a crashed attempt (and retry or bury it)
+    if its function was started, or hand it back uncounted if it never was or if it was marked
+    started a wave ahead (then solo). Each is first
+    re-leased to this worker in one atomic statement, so two rescuers never take the same
+    delivery; batches are taken until none is left. Returns (leases that ran out, crashed
+    attempts recorded)."""
+    taken = crashed = 0
+    while True:
+        now = rt.clock.now()
+        expired = rt.store.take_expired_leases(
+            now, now + rt.settings.lease, functions, RESCUE_BATCH
+        )
+        taken += len(expired)
+        unstarted = [item.lease for item in expired if not item.is_started]
+        if unstarted:
+            released = rt.store.release(unstarted)
+            log.info(
+                "handed back %d delivery(ies) a stopped worker held but never started", released
+            )
+        # Marked started a wave ahead, with others: whether each ran, or which one ended the
+        # process, is not known. Handed back uncharged; each runs alone from now on, and is
+        # charged if it crashes alone.
+        ahead = [item.lease for item in expired if item.is_started and item.is_ahead]
+        if ahead:
+            released = rt.store.release(ahead, is_solo=True)
+            log.info("handed back %d delivery(ies) a stopped worker marked ahead", released)
+        for item in expired:
+            if item.is_started and not item.is_ahead:
+                ending = Ending(
+                    Outcome.CRASHED,
+                    f"worker died or stalled: lease ran out during attempt {item.attempt}",
+                )
+                crashed += execution.record(rt, rt.triggers[item.function], item, ending)
+        if len(expired) < RESCUE_BATCH:
+            return taken, crashed
+
+
+def hand_back(rt: Runtime, worker: str, leases: Sequence[Lease]) -> None:
+    """Hand back, uncounted, deliveries claimed here that never started."""
+    if not leases:
+        return
+    try:
+        released = rt.store.release(leases)
+    except StoreError as exc:
+        log.error(
+            "worker %s could not hand back %d delivery(ies) (%s): their leases will run out "
+            "and they will run elsewhere",
+            worker,
+            len(leases),
+            exc,
+        )
+    else:
+        log.info("worker %s handed back %d unstarted delivery(ies)", worker, released)

@@ -1,0 +1,157 @@
+"""A worker's housekeeping of routing and the catalogue: it routes events written with no
+delivery ('new' ones, from table triggers, and 'unrouted' ones, once a function that may take
+them is registered), keeps each served function's last-seen time, and reopens a SQLite store
+whose file was deleted or replaced; and it runs retention's purge step."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING
+
+from oncefire import retention
+from oncefire.brake import Brake
+from oncefire.errors import OncefireError
+from oncefire.ordering import key_deliveries
+from oncefire.outbox import subscribers
+from oncefire.tables import warn_changed_tables
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from oncefire.events import StoredEvent
+    from oncefire.runtime import Runtime
+    from oncefire.stores.base import FunctionRecord
+
+log = logging.getLogger(__name__)
+BATCH = 500  # events routed in one transaction
+MOVE_BATCH = 5000  # row changes moved into the outbox in one transaction
+MOST_BATCHES = 20  # batches of 'new' events a tick routes, so a tick stays short
+TOUCH_EVERY = 60.0  # seconds between two last-seen updates
+# A write that read the catalogue before a registration may commit just after it: unrouted
+# events are offered to a new function again for this long after its registration.
+RACE_SLACK = 10.0
+
+
+def route_new(rt: Runtime) -> int:
+    """Move the row changes table triggers captured into the outbox, then route the events
+    marked 'new' to the functions that take them, or mark them 'unrouted'; how many got
+    deliveries."""
+    store, routed = rt.store, 0
+    for _ in range(MOST_BATCHES):
+        if store.move_row_changes(MOVE_BATCH) < MOVE_BATCH:
+            break
+    for _ in range(MOST_BATCHES):
+        events = store.events_to_route("new", "", BATCH)
+        if not events:
+            break
+        routed += store.route_events(_routes(rt, events, None), "new", rt.clock.now())
+    return routed
+
+
+def offer_unrouted(rt: Runtime, after: str = "") -> tuple[int, str | None]:
+    """Offer the unrouted events of the retention window (from id `after` on, at most
+    MOST_BATCHES batches) to the functions new to the store. Idempotent: an event is routed
+    once, whoever routes it. (How many got deliveries, the id to go on from next time or None
+    when the scan is complete.)"""
+    store = rt.store
+    names = set(store.functions_to_route())
+    if not names:
+        return 0, None
+    now = rt.clock.now()
+    oldest = now - rt.settings.unrouted_retention
+    routed = 0
+    for _ in range(MOST_BATCHES):
+        events = store.events_to_route("unrouted", after, BATCH)
+        if not events:
+            break
+        after = events[-1].id
+        recent = [e for e in events if e.time >= oldest]
+        routed += store.route_events(_routes(rt, recent, names), "unrouted", now)
+    else:
+        return routed, after  # more to scan at the next sweep
+    for record in _functions(rt):
+        if record.name in names and record.registered_at <= now - RACE_SLACK:
+            store.routing_done(record.name)
+    if routed:
+        log.info("%d unrouted event(s) delivered to newly registered function(s)", routed)
+    return routed, None
+
+
+def _functions(rt: Runtime) -> list[FunctionRecord]:
+    with rt.store.read() as tx:
+        return tx.functions()
+
+
+def _routes(
+    rt: Runtime, events: Sequence[StoredEvent], only: set[str] | None
+) -> list[tuple[str, Sequence[str]]]:
+    """(event id, functions) for each event; with `only`, the events one of those takes."""
+    functions = _functions(rt)
+    routes: list[tuple[str, Sequence[str]]] = []
+    for event in events:
+        names = subscribers(functions, event.type, event.source, event.data)
+        if only is None or only.intersection(names):
+            routes.append((event.id, names))
+    return routes
+
+
+class Keeper:
+    """Runs the housekeeping above from a worker's sweep, and holds its brake."""
+
+    def __init__(self, rt: Runtime, functions: Sequence[str]) -> None:
+        self.rt = rt
+        self.functions = list(functions)
+        self.brake = Brake(rt, self.functions)
+        self.keyed = {  # the functions ordered by a computed key: their workers key them
+            name: t
+            for name, t in rt.triggers.items()
+            if name in self.functions and t.options.ordering_key is not None
+        }
+        self._touched = -math.inf
+        self._offered_to = ""  # where the scan of unrouted events goes on
+
+    def claimable(self, functions: Sequence[str]) -> list[str]:
+        """The functions a claim may take now (not paused), with the ordering keys of their
+        new deliveries computed first (a delivery is leased only once it has its key)."""
+        runnable = self.brake.runnable(functions)
+        keyed = {name: self.keyed[name] for name in runnable if name in self.keyed}
+        key_deliveries(self.rt.store, keyed, self.rt.clock.now())
+        return runnable
+
+    def tick(self) -> None:
+        """One round: reopen a moved store, touch, route, purge what retention lets go."""
+        rt = self.rt
+        if rt.store.reopen_if_moved():
+            log.error(
+                "the store file of %s was deleted or replaced while this worker ran: reopened "
+                "it (registering the functions again), so new writes reach this worker",
+                rt.settings.store,
+            )
+            rt.register_all()
+        mono = time.monotonic()
+        if mono - self._touched >= TOUCH_EVERY:
+            self._touched = mono
+            rt.store.touch_functions(self.functions, rt.clock.now())
+        route_new(rt)
+        self._offered_to = offer_unrouted(rt, self._offered_to)[1] or ""
+        retention.purge_step(rt)  # after routing: an unrouted event is offered, then purged
+
+    def warn_unserved(self) -> None:
+        """One WARNING line naming the stored functions this app does not serve, and one per
+        watched table that changed since its triggers were made (tables.changed_tables)."""
+        warn_changed_tables(self.rt.store)
+        served = set(self.rt.triggers)
+        try:
+            rows = self.rt.store.function_rows()
+        except OncefireError as exc:
+            log.error("cannot read the stored functions: %s", exc)
+            return
+        unserved = sorted(r.name for r in rows if r.name not in served)
+        if unserved:
+            log.warning(
+                "stored function(s) this app does not serve: %s; their events wait as pending "
+                "deliveries (`oncefire functions forget NAME` stops routing to one)",
+                ", ".join(unserved),
+            )

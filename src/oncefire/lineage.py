@@ -1,0 +1,53 @@
+"""Lineage: the chain of function writes an event belongs to, so that a loop is stopped.
+
+An event written outside any function is a root (no root id, depth 0). While a function runs
+an event, every event it writes (a document write, `tx.publish`, `app.publish`) inherits that
+event's root and one more depth; an event that reaches `Settings.max_event_depth` (16, as AWS
+Lambda's recursion detection) is stored, but its deliveries are dead letters at once. The
+running attempt sets the lineage in a context variable; the outbox reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from oncefire.events import StoredEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """What an event written now inherits: its chain's root event, its depth, and the depth
+    at which the chain is stopped."""
+
+    root_id: str
+    depth: int
+    max_depth: int
+
+    @property
+    def loop_error(self) -> str | None:
+        """The dead letter's error when this depth stops the chain, else None."""
+        if self.depth < self.max_depth:
+            return None
+        return f"recursive loop stopped at depth {self.depth} (root event {self.root_id})"
+
+
+CURRENT_LINEAGE: ContextVar[Lineage | None] = ContextVar("oncefire_lineage", default=None)
+"""The lineage of events written in this context (None outside a function: a root)."""
+
+
+def inherited(event: StoredEvent, max_depth: int) -> Lineage:
+    """The lineage of the events written while a function runs `event`."""
+    return Lineage(event.root_id or event.id, event.depth + 1, max_depth)
+
+
+@contextmanager
+def running(event: StoredEvent, max_depth: int) -> Iterator[None]:
+    """Within the block, events written in this context descend from `event`."""
+    token = CURRENT_LINEAGE.set(inherited(event, max_depth))
+    try:
+        yield
+    finally:
+        CURRENT_LINEAGE.reset(token)

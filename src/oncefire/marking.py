@@ -1,0 +1,70 @@
+"""Which queued deliveries a worker marks started in a store turn, and how they are charged
+if the worker dies.
+
+A turn's commit marks what the free slots take now and, a wave ahead, what they will take
+next without a commit of their own (a commit an attempt would cost a disk flush each). A
+delivery that starts alone right after the commit is marked *started*: if its worker dies it
+may have run, and is charged a crashed attempt. The others are marked *ahead*: if the worker
+dies, which of them ran, or which one ended the process, is not known, so each is handed back
+uncharged and runs alone from then on (solo: leased by a worker holding nothing else, so its
+next crash is its own and is charged). The next commit confirms as started the ahead ones
+that have started since.
+
+So a delivery that kills its process gets at most one uncharged run, then its attempts, each
+charged, alone; its innocent wave-mates run once more, alone, uncharged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from oncefire.stores.base import Claimed, Store
+
+# A claim or a wave ahead takes about this many seconds of work beyond the free slots, at the
+# attempts' mean duration: enough that a commit serves many events, little enough to share a
+# backlog.
+PREFETCH = 0.05
+
+
+def ahead_count(concurrency: int, mean_duration: float | None) -> int:
+    """How many deliveries beyond the free slots make about PREFETCH seconds of work."""
+    if mean_duration is None:
+        return 0
+    return int(concurrency * PREFETCH / max(mean_duration, 1e-6))
+
+
+@dataclass(frozen=True, slots=True)
+class Marking:
+    """What one turn's commit marks: started (charged if lost) and ahead (solo if lost)."""
+
+    started: list[Claimed]
+    ahead: list[Claimed]
+
+    def __bool__(self) -> bool:
+        return bool(self.started or self.ahead)
+
+    def ids(self) -> set[int]:
+        """The ids of every delivery it marks."""
+        return {c.lease.delivery_id for c in (*self.started, *self.ahead)}
+
+
+def plan(queue: Sequence[Claimed], free: int, ahead: int, marked: Collection[int]) -> Marking:
+    """What to mark of a worker's queue (in start order) when `free` slots take its head now:
+    the head, started if it starts alone, else ahead with the rest; then up to `ahead` more
+    not marked yet. A head marked ahead earlier that now starts alone is marked started."""
+    starting = list(queue[:free])
+    beyond = [c for c in queue[free : free + ahead] if c.lease.delivery_id not in marked]
+    if len(starting) == 1:
+        return Marking(starting, beyond)
+    return Marking([], [c for c in starting if c.lease.delivery_id not in marked] + beyond)
+
+
+def mark(store: Store, marks: Marking, now: float) -> tuple[set[int], set[int]]:
+    """Mark deliveries in the store, if their lease holds: (the ids marked, those of them
+    marked ahead)."""
+    started = store.start([c.lease for c in marks.started], now) if marks.started else set()
+    ahead = (
+        store.start([c.lease for c in marks.ahead], now, is_ahead=True) if marks.ahead else set()
+    )
+    return started | ahead, ahead

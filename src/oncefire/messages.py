@@ -1,0 +1,61 @@
+"""Topic messages: the payload a publish stores, and the message a dead-letter topic gets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oncefire import codec
+from oncefire.errors import InvalidMessageError
+from oncefire.events import EventType, StoredEvent
+from oncefire.paths import check_id
+
+if TYPE_CHECKING:
+    from oncefire.stores.base import Claimed
+    from oncefire.triggers import Trigger
+
+
+def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
+    """The stored form of a message, checked: {"data": ..., "attributes": {str: str}}."""
+    check_id(topic, "topic")
+    if attributes is None:
+        attributes = {}
+    if not isinstance(attributes, dict):
+        raise InvalidMessageError(
+            f"attributes must be a dict of strings to strings; got {type(attributes).__name__}:"
+            " pass attributes={'key': 'value'}."
+        )
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidMessageError(
+                f"Attribute {key!r}={value!r}: attribute names and values must be strings."
+            )
+    payload = {"data": data, "attributes": dict(attributes)}
+    codec.encode_document(payload)  # JSON-ready and under the document size limit
+    return payload
+
+
+def dead_letter_message(trigger: Trigger, claimed: Claimed, now: float) -> StoredEvent:
+    """The message republished on a function's dead-letter topic, naming where it came from."""
+    assert trigger.dead_letter_topic is not None
+    data = dict(claimed.event.data)
+    attributes = dict(data.get("attributes") or {})
+    attributes.update(
+        {
+            "oncefire.source_topic": claimed.event.source,
+            "oncefire.source_function": trigger.name,
+            "oncefire.source_event": claimed.event.id,
+        }
+    )
+    payload = {"data": data.get("data"), "attributes": attributes}
+    return StoredEvent(
+        codec.new_id(now),
+        EventType.MESSAGE_PUBLISHED,
+        trigger.dead_letter_topic,
+        now,
+        payload,
+        len(codec.dumps(payload).encode()),
+        # Written because a function ran that event: a loop through a dead-letter topic
+        # keeps counting its depth (see lineage.py).
+        claimed.event.root_id or claimed.event.id,
+        claimed.event.depth + 1,
+    )

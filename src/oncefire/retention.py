@@ -1,0 +1,124 @@
+"""Retention: which history is purged, when, and in what steps.
+
+The rules (settings in `Settings`, the table in docs/retention.md):
+
+| what | kept |
+|---|---|
+| succeeded and forwarded deliveries, their attempts | `succeeded_retention` after they finished |
+| events | while any delivery of theirs is not finished, then as long as their deliveries |
+| dead letters (their attempts and events) | until replayed or dismissed: never purged |
+| pending and running deliveries (their events) | never purged |
+| `tx.claim` claims and `@idempotent` records | until their TTL (expiry) has passed |
+| unrouted events | `unrouted_retention` after their time |
+| hour buckets of statistics | `statistics_retention` |
+
+Workers purge in their maintenance step (every `sweep_every`), at most STEP_BATCHES batches of
+each kind and STEP_SECONDS in all, of `purge_batch` rows each (one short write transaction a
+batch, which also gives up to 64 free SQLite pages back); `oncefire purge` runs the same
+batches until nothing is left, then gives every free page back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from oncefire.errors import ConfigError
+
+if TYPE_CHECKING:
+    from oncefire.runtime import Runtime
+    from oncefire.settings import Settings
+    from oncefire.triggers import Options
+
+# Kinds of history, purged in this order, each with the tables its batches count.
+KINDS = ("finished", "claims", "unrouted", "dedupe_hits", "buckets")
+TABLES = ("deliveries", "attempts", "events", "claims", "unrouted", "dedupe_hits", "buckets")
+STEP_BATCHES = 20  # batches of each kind in one worker maintenance step, at most
+STEP_SECONDS = 0.25  # and no new batch past this (a step runs every sweep_every, 5 s)
+RECLAIM_PAGES = 256  # free pages a step of `oncefire purge` gives back (about 10 ms)
+
+
+@dataclass(slots=True)
+class PurgeCounts:
+    """Rows purged (or, for a dry run, that would be), by table."""
+
+    deliveries: int = 0
+    attempts: int = 0
+    events: int = 0
+    claims: int = 0  # tx.claim claims and @idempotent records
+    unrouted: int = 0  # unrouted events
+    dedupe_hits: int = 0
+    buckets: int = 0
+    is_dry_run: bool = False
+
+    def add(self, counts: dict[str, int]) -> None:
+        """Add a batch's counts."""
+        for name, n in counts.items():
+            setattr(self, name, getattr(self, name) + n)
+
+    def total(self) -> int:
+        """All rows, every table."""
+        return sum(getattr(self, name) for name in TABLES)
+
+    def to_dict(self) -> dict[str, int]:
+        """Rows by table."""
+        return {name: getattr(self, name) for name in TABLES}
+
+
+def check_registration(settings: Settings, name: str, options: Options) -> None:
+    """Refuse a retention shorter than a function's max_event_age plus its retry window: an
+    event forgotten before its last redelivery could run again as new."""
+    window = options.retry_policy.window() if options.retry else 0.0
+    minimum = (options.max_event_age or 0.0) + window
+    if settings.succeeded_retention < minimum:
+        raise ConfigError(
+            f"succeeded_retention={settings.succeeded_retention:g} s is shorter than {name!r} "
+            f"may still redeliver an event: use a succeeded_retention of at least {minimum:g} s "
+            "(max_event_age plus the retry window)."
+        )
+
+
+def cutoffs(settings: Settings, now: float) -> dict[str, float]:
+    """For each kind, the time before which its history may go."""
+    return {
+        "finished": now - settings.succeeded_retention,
+        "claims": now,  # a claim or record carries its own expiry
+        "unrouted": now - settings.unrouted_retention,
+        "dedupe_hits": now - settings.succeeded_retention,
+        "buckets": now - settings.statistics_retention,
+    }
+
+
+def purge_step(
+    rt: Runtime, *, batches: int = STEP_BATCHES, seconds: float = STEP_SECONDS
+) -> PurgeCounts:
+    """Purge what retention allows, at most `batches` batches of each kind and no new batch
+    after `seconds` (the worker's loop waits meanwhile); what was purged."""
+    size = rt.settings.purge_batch
+    counts = PurgeCounts()
+    deadline = time.monotonic() + seconds
+    for kind, before in cutoffs(rt.settings, rt.clock.now()).items():
+        for _ in range(batches):
+            batch = rt.store.purge(kind, before, size)
+            counts.add(batch)
+            if batch["deliveries" if kind == "finished" else kind] < size:
+                break
+            if time.monotonic() > deadline:
+                return counts  # the next step goes on
+    return counts
+
+
+def purge(rt: Runtime, *, dry_run: bool = False) -> PurgeCounts:
+    """Purge everything retention allows now, then give the free pages back (or, for a dry
+    run, count what would be purged, changing nothing)."""
+    if dry_run:
+        counts = PurgeCounts(is_dry_run=True)
+        counts.add(rt.store.count_purgeable(cutoffs(rt.settings, rt.clock.now())))
+        return counts
+    total = PurgeCounts()
+    while (step := purge_step(rt)).total():
+        total.add(step.to_dict())
+    while rt.store.purge("pages", 0.0, RECLAIM_PAGES)["pages"] == RECLAIM_PAGES:
+        pass  # each step a short transaction, until the free pages are given back
+    return total

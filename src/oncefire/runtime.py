@@ -1,0 +1,131 @@
+"""The Runtime: what the engine runs on. An App owns one and passes it to the worker, the
+attempt code, @idempotent, dead letters, TTL and the other engine modules, which never see
+the App itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from oncefire.clock import Clock
+from oncefire.documents import Database
+from oncefire.rates import RateLimit
+from oncefire.settings import Settings
+from oncefire.stores import open_store
+from oncefire.stores.base import FunctionRecord, Store
+from oncefire.triggers import Trigger
+
+BudgetCallback = Callable[[dict[str, Any]], Any]
+
+
+class AlertHooks(Protocol):
+    """What the engine calls of the app's alerts (`oncefire.alerts.Alerts`)."""
+
+    budget_callbacks: list[BudgetCallback]
+    budget_webhooks: list[str]
+
+    def check(self, now: float) -> int:
+        """Notify new dead letters and fire crossed thresholds; how many alerts fired."""
+        ...
+
+    def fire(
+        self,
+        key: str,
+        name: str,
+        body: dict[str, Any],
+        hooks: Sequence[Callable[[dict[str, Any]], Any]],
+        webhooks: Sequence[str],
+        now: float,
+    ) -> bool:
+        """Fire an alert once under key (hooks called, webhooks posted); whether it fired."""
+        ...
+
+
+class Runtime:
+    """Settings, clock, the registered functions (triggers), TTL policies, the alerts and the
+    store, which is opened (and migrated) on first use."""
+
+    def __init__(self, settings: Settings, clock: Clock, app: object = None) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.app = app  # what CURRENT_APP holds while a function runs; the engine never calls it
+        self.triggers: dict[str, Trigger] = {}
+        self.ttl_policies: dict[str, str] = {}  # collection path -> expiry field
+        self.next_tick: dict[str, float] = {}  # schedule function -> when its next tick is due
+        self.alerts: AlertHooks | None = None
+        self._store: Store | None = None
+        self._db: Database | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def store(self) -> Store:
+        """The store, opened (and migrated) on first use: the functions are recorded in it
+        and each TTL policy's field indexed."""
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    store = open_store(self.settings)
+                    store.use_clock(self.clock)
+                    self._store = store
+                    self.record_functions(list(self.triggers.values()))
+                    for collection, field in self.ttl_policies.items():
+                        self.db.collection(collection).index(field)
+        return self._store
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the store has been opened (nothing opens it but a use of it)."""
+        return self._store is not None
+
+    @property
+    def db(self) -> Database:
+        """The document database over the store."""
+        if self._db is None:
+            with self._lock:
+                if self._db is None:
+                    self._db = Database(self.store, self.clock)
+        return self._db
+
+    def close(self) -> None:
+        """Close the store's connections (the next use opens it again)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._db = None
+
+    def add(self, trigger: Trigger) -> None:
+        """Register a checked function: keep it, plan its first tick, record it if the store
+        is open (else when it opens)."""
+        with self._lock:
+            if trigger.schedule is not None:  # raises for a schedule that never fires
+                self.next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
+            self.triggers[trigger.name] = trigger
+            self.record_functions([trigger])
+
+    def record_functions(self, triggers: Sequence[Trigger]) -> None:
+        """Record these functions in the store, if it is open (HTTP functions are not stored)."""
+        now = self.clock.now()
+        records = [
+            FunctionRecord(
+                t.name, t.kind, t.source, t.event_types, now, t.options.ordered_by, t.fields
+            )
+            for t in triggers
+            if t.kind != "http"
+        ]
+        if records and self._store is not None:
+            self._store.register_functions(records)
+
+    def rate_limits(self, functions: Sequence[str]) -> dict[str, RateLimit]:
+        """The rate limits of those functions that have one."""
+        found = {n: self.triggers[n].options.rate for n in functions if n in self.triggers}
+        return {name: rate for name, rate in found.items() if rate is not None}
+
+    def register_all(self) -> None:
+        """Record every function in the store again (after it was reopened)."""
+        self.record_functions(list(self.triggers.values()))
+
+
+CURRENT_RUNTIME: ContextVar[Runtime | None] = ContextVar("oncefire_current_runtime", default=None)
+"""The Runtime of the attempt running in this context (for @idempotent)."""

@@ -1,0 +1,79 @@
+"""The small connection protocol the SQL store is written against: named statements run on a
+connection or inside a transaction (fetch, execute, count, execute_many), for each driver."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from oncefire.stores import faults
+
+Args = Mapping[str, Any]
+Row = tuple[Any, ...]
+NO_ARGS: Args = {}
+
+
+class Statements(Protocol):
+    """Named queries of one dialect, run on one connection or in one transaction."""
+
+    def fetch(self, name: str, args: Args = NO_ARGS) -> list[Row]:
+        """The rows a query returns."""
+
+    def execute(self, name: str, args: Args = NO_ARGS) -> None:
+        """Run a statement whose answer is not needed (it may wait in a pipeline)."""
+
+    def count(self, name: str, args: Args = NO_ARGS) -> int:
+        """Run a statement; the number of rows it changed."""
+
+    def execute_many(self, name: str, rows: Sequence[Args]) -> None:
+        """Run a statement once per set of arguments."""
+
+
+def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
+    """SQLite has no arrays: a list argument `:ids` becomes `:ids_0, :ids_1, ...` (an empty
+    list, nothing: SQLite accepts `IN ()`)."""
+    flat: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, list | tuple):
+            names = [f"{key}_{i}" for i in range(len(value))]
+            sql = re.sub(rf":{key}\b", ", ".join(f":{n}" for n in names), sql)
+            flat.update(zip(names, value, strict=True))
+        else:
+            flat[key] = value
+    return sql, flat
+
+
+class SqliteStatements:
+    """Named SQLite queries on one sqlite3 connection (in autocommit mode: the caller opens
+    and ends transactions)."""
+
+    def __init__(self, conn: sqlite3.Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def _run(self, name: str, args: Args, answer: Callable[[sqlite3.Cursor], Any]) -> Any:
+        sql, flat = expand_lists(self.queries[name], args)
+        faults.before(name)
+        result = answer(self.conn.execute(sql, flat))
+        faults.after(name)
+        return result
+
+    def fetch(self, name: str, args: Args = NO_ARGS) -> list[Row]:
+        """The rows a query returns."""
+        return list(self._run(name, args, lambda c: c.fetchall()))
+
+    def execute(self, name: str, args: Args = NO_ARGS) -> None:
+        """Run a statement."""
+        self._run(name, args, lambda c: None)
+
+    def count(self, name: str, args: Args = NO_ARGS) -> int:
+        """Run a statement; the number of rows it changed."""
+        return int(self._run(name, args, lambda c: c.rowcount))
+
+    def execute_many(self, name: str, rows: Sequence[Args]) -> None:
+        """Run a statement once per set of arguments."""
+        faults.before(name)
+        self.conn.executemany(self.queries[name], rows)
+        faults.after(name)

@@ -1,0 +1,125 @@
+"""The records the store protocol passes: functions, leases, attempts, counts and the
+@idempotent record. Frozen and slotted; no behaviour beyond a few derived fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from oncefire.events import StoredEvent
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRecord:
+    """A registered function as the store knows it, so any writer can fan out to it."""
+
+    name: str
+    kind: str  # "document", "message" or "schedule"
+    source: str  # path pattern, topic or schedule name
+    event_types: tuple[str, ...]
+    registered_at: float
+    ordering: str | None = None  # "document" or "key" (ordering_key): run one at a time
+    fields: tuple[str, ...] = ()  # an update starts it only if one of these changed; () any
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """The functions and index fields of a store as of one catalogue version."""
+
+    version: int
+    functions: tuple[FunctionRecord, ...]
+    index_fields: dict[str, tuple[str, ...]]  # collection -> fields, sorted
+    building: frozenset[tuple[str, str]] = frozenset()  # (collection, field) still indexing
+
+    def fields_of(self, collection: str) -> list[str]:
+        """The declared index fields of a collection (a write keeps each one's entries)."""
+        return list(self.index_fields.get(collection, ()))
+
+    def complete_fields_of(self, collection: str) -> list[str]:
+        """The index fields of a collection a query can use: declared and fully built."""
+        return [f for f in self.fields_of(collection) if (collection, f) not in self.building]
+
+
+class Fanout(NamedTuple):
+    """What a document write makes besides the document, by the catalogue: the functions a
+    creation and an update start, and the new data's index entries (None: no declared field)."""
+
+    on_create: list[str]
+    on_update: list[str]
+    index_entries: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Proof of ownership of a running delivery: its id and the token of this claim."""
+
+    delivery_id: int
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A delivery a worker now holds, with its event and the number of this attempt."""
+
+    lease: Lease
+    function: str
+    attempt: int
+    started_at: float
+    event: StoredEvent
+    replayed_at: float | None = None  # when a person last replayed it from the dead letters
+    is_started: bool = True  # False: claimed but its function was never started
+    is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
+    is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """How one attempt ended, as recorded in the attempts table."""
+
+    outcome: str
+    finished_at: float
+    error: str | None = None
+    started_at: float | None = None  # when the function started; None keeps the claim time
+    cpu_seconds: float | None = None  # CPU time of the function's thread; None: not measured
+    reads: int | None = None  # documents the function read (oncefire.usage); None: not counted
+    writes: int | None = None  # writes the function made; None: not counted
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCounts:
+    """Raw per-function figures over a window, from which the core computes stats."""
+
+    outcomes: dict[str, int]
+    histogram: dict[int, int]  # attempts per duration bin (oncefire.buckets)
+    states: dict[str, int]
+    max_attempts_per_event: int
+    dedupe_hits: int
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """The state of one @idempotent key: in progress under a lease, or completed."""
+
+    key: str
+    function: str
+    status: str  # "in_progress" or "completed"
+    token: str
+    payload_hash: str
+    lease_until: float
+    expires_at: float
+    result_json: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRow:
+    """A stored function with what an operator needs to judge it."""
+
+    name: str
+    kind: str
+    source: str
+    event_types: tuple[str, ...]
+    registered_at: float
+    last_seen: float | None
+    paused_at: float | None
+    paused_reason: str | None
+    pending: int

@@ -1,0 +1,113 @@
+-- Named queries of the dashboard, the metrics and the alerts (PostgreSQL). Every time is given
+-- by the caller (the app's clock); every listing is bounded by a LIMIT.
+
+-- name: event
+SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events
+WHERE id = %(id)s
+
+-- name: function_brakes
+-- The brake and the last sign of a worker of each stored function (the functions page).
+SELECT name, last_seen, paused_at, paused_reason FROM oncefire_functions ORDER BY name
+
+-- name: event_deliveries
+SELECT id, function, state, attempt, run_at, error, dead_at, created_at
+FROM oncefire_deliveries WHERE event_id = %(event_id)s ORDER BY id LIMIT 100
+
+-- name: recent_attempts
+SELECT id, delivery_id, event_id, number, worker, started_at, finished_at, outcome, error
+FROM oncefire_attempts WHERE function = %(function)s AND finished_at IS NOT NULL
+ORDER BY finished_at DESC, id DESC LIMIT %(limit)s
+
+-- name: recent_attempts_by_outcome
+SELECT id, delivery_id, event_id, number, worker, started_at, finished_at, outcome, error
+FROM oncefire_attempts WHERE function = %(function)s AND finished_at IS NOT NULL
+AND outcome = %(outcome)s ORDER BY finished_at DESC, id DESC LIMIT %(limit)s
+
+-- name: attempts_per_hour
+-- From the hour buckets: slot 0 is the hour that starts at %(since)s (an hour's start).
+SELECT CAST((hour - %(since)s) / 3600 AS INTEGER) AS hour, sum(count) AS attempts,
+    sum(CASE WHEN outcome = 'succeeded' THEN 0 ELSE count END) AS failed
+FROM oncefire_buckets WHERE function = %(function)s AND hour >= %(since)s
+    AND outcome != 'dedupe'
+GROUP BY 1 ORDER BY 1
+-- name: pending_backlog
+SELECT function, count(*) AS pending, min(CASE WHEN run_at <= %(now)s THEN run_at END) AS oldest_due
+FROM oncefire_deliveries WHERE state = 'pending' GROUP BY function
+
+-- name: dead_groups
+-- The newest 10 000 dead letters of a function, grouped by their error's first line.
+SELECT left(split_part(coalesce(error, ''), E'\n', 1), 120) AS error, count(*) AS count, max(dead_at) AS last_at
+FROM (SELECT error, dead_at FROM oncefire_deliveries WHERE state = 'dead'
+    AND function = %(function)s ORDER BY id DESC LIMIT 10000) AS newest
+GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %(limit)s
+
+-- name: dead_since
+SELECT id, dead_at FROM oncefire_deliveries WHERE state = 'dead' AND dead_at >= %(since)s
+ORDER BY dead_at, id LIMIT %(limit)s
+
+-- name: delete_dead
+DELETE FROM oncefire_deliveries WHERE id = %(id)s AND state = 'dead' RETURNING id
+
+-- name: is_marked
+SELECT key, at FROM oncefire_alert_marks WHERE key = %(key)s
+
+-- name: mark
+INSERT INTO oncefire_alert_marks (key, at) VALUES (%(key)s, %(at)s) ON CONFLICT (key) DO NOTHING RETURNING key
+
+-- name: set_mark
+INSERT INTO oncefire_alert_marks (key, at) VALUES (%(key)s, %(at)s)
+ON CONFLICT (key) DO UPDATE SET at = excluded.at
+
+-- name: forget_marks
+DELETE FROM oncefire_alert_marks WHERE key LIKE 'dead_letter:%%' AND at < %(before)s
+
+-- name: unmark
+DELETE FROM oncefire_alert_marks WHERE key = %(key)s RETURNING key
+
+-- name: add_audit
+INSERT INTO oncefire_audit (at, actor, action, function, target, count, detail)
+VALUES (%(at)s, %(actor)s, %(action)s, %(function)s, %(target)s, %(count)s, %(detail)s)
+
+-- name: audit_log
+SELECT id, at, actor, action, function, target, count, detail FROM oncefire_audit
+ORDER BY id DESC LIMIT %(limit)s
+
+-- name: audit_log_before
+SELECT id, at, actor, action, function, target, count, detail FROM oncefire_audit
+WHERE id < %(before)s ORDER BY id DESC LIMIT %(limit)s
+
+-- name: bucket_outcomes_since
+-- Attempts by function and outcome from the hour buckets (whole hours).
+SELECT function, outcome, sum(count) AS n FROM oncefire_buckets
+WHERE hour >= %(since_hour)s AND outcome != 'dedupe' GROUP BY function, outcome
+
+-- name: outcomes_since
+-- From the attempt rows (the alerts' windows are minutes, finer than a bucket).
+SELECT function, outcome, count(*) AS n FROM oncefire_attempts
+WHERE finished_at >= %(since)s GROUP BY function, outcome
+
+-- name: durations_since
+-- From the hour buckets (whole hours): a bin holds durations below its upper bound, so
+-- "at most X" sums the bins up to X's (bins of oncefire.buckets.DURATION_BOUNDS).
+SELECT function, sum(count) AS n, sum(duration_sum) AS total,
+    sum(CASE WHEN bin <= 3 THEN count ELSE 0 END) AS le_0_01,
+    sum(CASE WHEN bin <= 5 THEN count ELSE 0 END) AS le_0_05,
+    sum(CASE WHEN bin <= 6 THEN count ELSE 0 END) AS le_0_1,
+    sum(CASE WHEN bin <= 8 THEN count ELSE 0 END) AS le_0_5,
+    sum(CASE WHEN bin <= 9 THEN count ELSE 0 END) AS le_1,
+    sum(CASE WHEN bin <= 11 THEN count ELSE 0 END) AS le_5,
+    sum(CASE WHEN bin <= 13 THEN count ELSE 0 END) AS le_30,
+    sum(CASE WHEN bin <= 14 THEN count ELSE 0 END) AS le_60,
+    sum(CASE WHEN bin <= 15 THEN count ELSE 0 END) AS le_300
+FROM oncefire_buckets WHERE hour >= %(since_hour)s AND outcome != 'dedupe'
+GROUP BY function
+-- name: states_by_function
+SELECT function, 'pending' AS state, count(*) AS n FROM oncefire_deliveries
+WHERE state = 'pending' GROUP BY function
+UNION ALL SELECT function, 'running', count(*) FROM oncefire_deliveries
+WHERE state = 'running' GROUP BY function
+UNION ALL SELECT function, 'dead', count FROM oncefire_dead_counts WHERE count > 0
+
+-- name: dedupe_since
+SELECT function, sum(count) AS n FROM oncefire_buckets
+WHERE hour >= %(since_hour)s AND outcome = 'dedupe' GROUP BY function

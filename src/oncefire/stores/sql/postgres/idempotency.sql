@@ -1,0 +1,45 @@
+-- @idempotent records and tx.claim keys: each operation is one statement.
+-- No lock is taken first: a second INSERT of a key waits on the first one's index entry,
+-- and a guarded UPDATE or DELETE meeting a concurrent change re-checks its WHERE on the
+-- row as that change left it, so each operation is atomic in READ COMMITTED.
+
+-- name: insert_record
+-- Replaces a record whose expiry has passed; changes nothing while a live one exists.
+INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash, lease_until,
+    expires_at, result)
+VALUES (%(key)s, %(function)s, %(status)s, %(token)s, %(payload_hash)s, %(lease_until)s, %(expires_at)s,
+    %(result_json)s)
+ON CONFLICT (key) DO UPDATE SET function = excluded.function, status = excluded.status,
+    token = excluded.token, payload_hash = excluded.payload_hash,
+    lease_until = excluded.lease_until, expires_at = excluded.expires_at,
+    result = excluded.result
+WHERE oncefire_idempotency.expires_at <= %(now)s;
+
+-- name: get_record
+SELECT key, function, status, token, payload_hash, lease_until, expires_at, result
+FROM oncefire_idempotency WHERE key = %(key)s;
+
+-- name: take_over_record
+UPDATE oncefire_idempotency SET function = %(function)s, status = %(status)s, token = %(token)s,
+    payload_hash = %(payload_hash)s, lease_until = %(lease_until)s, expires_at = %(expires_at)s,
+    result = %(result_json)s
+WHERE key = %(key)s AND token = %(stale_token)s AND status = 'in_progress'
+    AND lease_until <= %(lease_ended_by)s;
+
+-- name: complete_record
+UPDATE oncefire_idempotency SET status = 'completed', lease_until = %(now)s,
+    expires_at = %(expires_at)s, result = %(result_json)s
+WHERE key = %(key)s AND token = %(token)s;
+
+-- name: release_record
+DELETE FROM oncefire_idempotency WHERE key = %(key)s AND token = %(token)s
+    AND status = 'in_progress';
+
+-- name: purge_claims
+DELETE FROM oncefire_claims WHERE key IN (SELECT key FROM oncefire_claims
+    WHERE expires_at <= %(now)s LIMIT %(limit)s FOR UPDATE SKIP LOCKED);
+
+-- name: purge_records
+DELETE FROM oncefire_idempotency WHERE key IN (SELECT key FROM oncefire_idempotency
+    WHERE expires_at <= %(now)s AND lease_until <= %(now)s LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED);

@@ -1,0 +1,60 @@
+-- The catalogue: registered functions and declared index fields, with its version.
+
+-- name: catalog_version
+SELECT version FROM oncefire_catalog;
+
+-- name: bump_catalog
+-- Every store's next transaction reads the catalogue again.
+UPDATE oncefire_catalog SET version = version + 1;
+
+-- name: catalog_functions
+SELECT name, kind, source, event_types, registered_at, fields FROM oncefire_functions
+ORDER BY rowid;
+
+-- name: catalog_index_fields
+SELECT collection, field, building FROM oncefire_index_fields;
+
+-- name: upsert_function
+-- A name new to the store (needs_routing = 1) is offered the unrouted events by a worker.
+INSERT INTO oncefire_functions (name, kind, source, event_types, registered_at, fields,
+    needs_routing)
+VALUES (:name, :kind, :source, :event_types, :registered_at, :fields, 1)
+ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, source = excluded.source,
+    event_types = excluded.event_types, fields = excluded.fields;
+
+-- name: order_function
+-- From now on the function's new deliveries carry an ordering key: their event's source
+-- (keyed_by 'document') or '' until a worker computes it (keyed_by 'key').
+INSERT INTO oncefire_ordering (function, keyed_by) VALUES (:function, :keyed_by)
+ON CONFLICT (function) DO UPDATE SET keyed_by = excluded.keyed_by;
+
+-- name: unorder_function
+DELETE FROM oncefire_ordering WHERE function = :function;
+
+-- name: unkey_function
+-- A function no longer ordered by a computed key: its deliveries still waiting for a key take
+-- their event's source (ordered by document now) or none, so none waits forever.
+UPDATE oncefire_deliveries SET ordering_key = CASE WHEN :keyed_by = 'document'
+    THEN (SELECT source FROM oncefire_events WHERE id = oncefire_deliveries.event_id) END
+WHERE function = :function AND ordering_key = '' AND state IN ('pending', 'running')
+    AND ordering_key IS NOT NULL;
+
+-- name: declare_index_field
+-- Writes keep a building field's entries at once; queries use it once it is complete.
+INSERT INTO oncefire_index_fields (collection, field, building) VALUES (:collection, :field, 1)
+ON CONFLICT DO NOTHING;
+
+-- name: complete_index_field
+UPDATE oncefire_index_fields SET building = 0 WHERE collection = :collection AND field = :field;
+
+-- name: clear_index_entries_of
+-- A chunk's documents are indexed anew: their entries of this field go first.
+DELETE FROM oncefire_index_entries
+WHERE collection = :collection AND field = :field AND path IN (:paths);
+
+-- name: clear_index_field
+DELETE FROM oncefire_index_entries WHERE collection = :collection AND field = :field;
+
+-- name: index_field_declared
+-- The field is declared and built (building: the declaration was cut off, or runs now).
+SELECT building FROM oncefire_index_fields WHERE collection = :collection AND field = :field;

@@ -1,0 +1,27 @@
+-- The application's own statements in `oncefire demo --tables` (oncefire/demo_tables.py):
+-- what an application writing its table with plain SQL would run, on its own connection.
+
+-- name: demo_drop_orders
+DROP TABLE IF EXISTS demo_orders;
+
+-- name: demo_create_orders
+CREATE TABLE demo_orders (id INTEGER PRIMARY KEY, item TEXT, email TEXT, status TEXT, note TEXT);
+
+-- name: demo_place_orders
+INSERT INTO demo_orders VALUES (1, 'coffee beans', 'ada@example.com', 'paid', ''),
+    (2, 'grinder', 'bob@example.com', 'paid', '');
+
+-- name: demo_begin
+BEGIN;
+
+-- name: demo_place_order_3
+INSERT INTO demo_orders VALUES (3, 'kettle', 'cy@example.com', 'paid', '');
+
+-- name: demo_rollback
+ROLLBACK;
+
+-- name: demo_note_order_1
+UPDATE demo_orders SET note = 'gift wrap' WHERE id = 1;
+
+-- name: demo_ship_orders
+UPDATE demo_orders SET status = 'shipped';

@@ -1,0 +1,67 @@
+-- The functions catalogue (last seen, paused, forgotten) and the routing of events that no
+-- function took when they were written (routing 'new' or 'unrouted').
+
+-- name: events_to_route
+SELECT id, type, source, time, data, size FROM oncefire_events
+WHERE routing = :routing AND id > :after ORDER BY id LIMIT :limit;
+
+-- name: mark_routed
+-- Guarded by the mark it leaves: two workers routing one event add its deliveries once.
+UPDATE oncefire_events SET routing = :to WHERE id = :id AND routing = :from RETURNING id;
+
+-- name: functions_to_route
+SELECT name FROM oncefire_functions WHERE needs_routing = 1;
+
+-- name: routing_done
+UPDATE oncefire_functions SET needs_routing = 0 WHERE name = :name;
+
+-- name: purge_unrouted
+DELETE FROM oncefire_events WHERE id IN (
+    SELECT id FROM oncefire_events WHERE routing = 'unrouted' AND time < :before
+    ORDER BY id LIMIT :limit
+) RETURNING id;
+
+-- name: count_unrouted
+SELECT count(*) FROM oncefire_events WHERE routing = 'unrouted';
+
+-- name: touch_functions
+UPDATE oncefire_functions SET last_seen = :now WHERE name IN (:names);
+
+-- name: function_rows
+SELECT f.name, f.kind, f.source, f.event_types, f.registered_at, f.last_seen, f.paused_at,
+    f.paused_reason, (SELECT count(*) FROM oncefire_deliveries d
+        WHERE d.function = f.name AND d.state = 'pending')
+FROM oncefire_functions f ORDER BY f.name;
+
+-- name: pause_function
+UPDATE oncefire_functions SET paused_at = :now, paused_reason = :reason
+WHERE name = :name AND paused_at IS NULL RETURNING name;
+
+-- name: resume_function
+UPDATE oncefire_functions SET paused_at = NULL, paused_reason = NULL
+WHERE name = :name AND paused_at IS NOT NULL RETURNING name;
+
+-- name: paused_functions
+SELECT name FROM oncefire_functions WHERE paused_at IS NOT NULL;
+
+-- name: forget_function
+DELETE FROM oncefire_functions WHERE name = :name RETURNING name;
+
+-- name: bury_pending_of
+-- A forgotten function's pending deliveries become dead letters: replayable, none destroyed.
+UPDATE oncefire_deliveries SET state = 'dead', error = :error, dead_at = :now,
+    error_group = :error_group
+WHERE function = :name AND state = 'pending' RETURNING id;
+
+-- name: budget_used
+-- Attempts ended in the budget's window (by the (function, finished_at) index), and running.
+SELECT (SELECT count(*) FROM oncefire_attempts WHERE function = :function
+        AND finished_at >= :since),
+    (SELECT count(*) FROM oncefire_deliveries WHERE function = :function
+        AND state = 'running');
+
+-- name: failures_after
+-- A failure-rate budget: the attempts ended after a time and those that did not succeed (by
+-- the (function, finished_at) index).
+SELECT count(*), sum(CASE WHEN outcome = 'succeeded' THEN 0 ELSE 1 END) FROM oncefire_attempts
+WHERE function = :function AND finished_at > :after;

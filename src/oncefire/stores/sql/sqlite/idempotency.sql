@@ -1,0 +1,41 @@
+-- @idempotent records and tx.claim keys: each operation is one statement.
+
+-- name: insert_record
+-- Replaces a record whose expiry has passed; changes nothing while a live one exists.
+INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash, lease_until,
+    expires_at, result)
+VALUES (:key, :function, :status, :token, :payload_hash, :lease_until, :expires_at,
+    :result_json)
+ON CONFLICT (key) DO UPDATE SET function = excluded.function, status = excluded.status,
+    token = excluded.token, payload_hash = excluded.payload_hash,
+    lease_until = excluded.lease_until, expires_at = excluded.expires_at,
+    result = excluded.result
+WHERE oncefire_idempotency.expires_at <= :now;
+
+-- name: get_record
+SELECT key, function, status, token, payload_hash, lease_until, expires_at, result
+FROM oncefire_idempotency WHERE key = :key;
+
+-- name: take_over_record
+UPDATE oncefire_idempotency SET function = :function, status = :status, token = :token,
+    payload_hash = :payload_hash, lease_until = :lease_until, expires_at = :expires_at,
+    result = :result_json
+WHERE key = :key AND token = :stale_token AND status = 'in_progress'
+    AND lease_until <= :lease_ended_by;
+
+-- name: complete_record
+UPDATE oncefire_idempotency SET status = 'completed', lease_until = :now,
+    expires_at = :expires_at, result = :result_json
+WHERE key = :key AND token = :token;
+
+-- name: release_record
+DELETE FROM oncefire_idempotency WHERE key = :key AND token = :token
+    AND status = 'in_progress';
+
+-- name: purge_claims
+DELETE FROM oncefire_claims WHERE key IN (SELECT key FROM oncefire_claims
+    WHERE expires_at <= :now LIMIT :limit);
+
+-- name: purge_records
+DELETE FROM oncefire_idempotency WHERE key IN (SELECT key FROM oncefire_idempotency
+    WHERE expires_at <= :now AND lease_until <= :now LIMIT :limit);

@@ -1,0 +1,183 @@
+"""Document and outbox operations inside one store transaction, the same on both databases;
+the dialect subclasses read a document, load the catalogue and append events their way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from oncefire.buckets import hour_of
+from oncefire.events import StoredEvent
+from oncefire.paths import parent_of
+from oncefire.stores.base import FunctionRecord
+from oncefire.stores.catalog import Catalog, CatalogCache
+from oncefire.stores.connection import Statements
+
+
+class SqlTx:
+    """The DocumentTx operations shared by SqliteTx and PostgresTx."""
+
+    def __init__(self, statements: Statements, catalogs: CatalogCache | None) -> None:
+        self.statements = statements
+        self._catalogs = catalogs or CatalogCache()
+        # Checked once a transaction: a transaction sees one snapshot of the catalogue.
+        self._catalog: Catalog | None = None
+
+    # -- what each dialect does its own way ----------------------------------------------
+
+    def _decode(self, data: Any) -> Any:
+        """A document's data as a row holds it, decoded."""
+        raise NotImplementedError
+
+    def _load_catalog(self, version: int) -> Catalog:
+        """The catalogue, read in this transaction at or after it read `version`."""
+        raise NotImplementedError
+
+    def get_document(self, path: str) -> dict[str, Any] | None:
+        """{'data', 'create_time', 'update_time'} of a document, or None."""
+        raise NotImplementedError
+
+    def append(
+        self,
+        event: StoredEvent,
+        functions: Sequence[str],
+        run_at: float,
+        *,
+        is_new: bool = False,
+        data_json: str | None = None,
+    ) -> bool:
+        """Insert an event (once) and one pending delivery per function."""
+        raise NotImplementedError
+
+    def add_deliveries(self, event_id: str, functions: Sequence[str], run_at: float) -> list[int]:
+        """New pending deliveries of an existing event (a redelivery); their ids."""
+        raise NotImplementedError
+
+    # -- the same on both ----------------------------------------------------------------
+
+    def _catalog_now(self) -> Catalog:
+        if self._catalog is None:
+            ((version,),) = self.statements.fetch("catalog_version")
+            self._catalog = self._catalogs.at(int(version), self._load_catalog)
+        return self._catalog
+
+    def functions(self) -> list[FunctionRecord]:
+        """The registered functions, as of this transaction's catalogue."""
+        return list(self._catalog_now().functions)
+
+    def index_fields(self, collection: str) -> list[str]:
+        """The declared index fields of a collection (a write keeps their entries)."""
+        return self._catalog_now().fields_of(collection)
+
+    def complete_index_fields(self, collection: str) -> list[str]:
+        """The index fields of a collection a query can use (fully built)."""
+        return self._catalog_now().complete_fields_of(collection)
+
+    def put_document(
+        self, path: str, collection: str, data_json: str, create_time: float, update_time: float
+    ) -> None:
+        """Insert or replace a document (its create_time is kept on a replace)."""
+        self.statements.execute(
+            "put_document",
+            {
+                "path": path,
+                "collection": collection,
+                "data": data_json,
+                "create_time": create_time,
+                "update_time": update_time,
+                "data_size": len(data_json.encode()),
+            },
+        )
+
+    def delete_document(self, path: str) -> None:
+        """Delete a document and its index entries."""
+        args = {"path": path, "collection": parent_of(path)}
+        self.statements.execute("delete_document", args)
+        self.statements.execute("delete_index_entries", args)
+
+    def list_documents(
+        self, collection: str, equals: tuple[str, str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(path, record) of a collection; `equals` (field, value key) uses a declared index."""
+        if equals is None:
+            rows = self.statements.fetch("list_documents", {"collection": collection})
+        else:
+            field, value = equals
+            rows = self.statements.fetch(
+                "list_documents_equal", {"collection": collection, "field": field, "value": value}
+            )
+        for path, data, created, updated in rows:
+            yield path, {"data": self._decode(data), "create_time": created, "update_time": updated}
+
+    def documents_page(
+        self, collection: str, after: str, limit: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(path, record) of at most limit documents of a collection whose path sorts after
+        `after`, in path order."""
+        args = {"collection": collection, "after": after, "limit": limit}
+        return [
+            (path, {"data": self._decode(data), "create_time": created, "update_time": updated})
+            for path, data, created, updated in self.statements.fetch("documents_page", args)
+        ]
+
+    def index_page(
+        self,
+        collection: str,
+        field: str,
+        key_range: tuple[str, str],
+        after: tuple[str, str],
+        is_desc: bool,
+        limit: int,
+    ) -> list[tuple[str, dict[str, Any], str]]:
+        """(path, record, key) of at most limit documents whose key of field lies in
+        key_range, walking the field's index by (key, path) from past `after`."""
+        args = {
+            "collection": collection,
+            "field": field,
+            "lo": key_range[0],
+            "hi": key_range[1],
+            "after_value": after[0],
+            "after_path": after[1],
+            "limit": limit,
+        }
+        rows = self.statements.fetch("index_page_desc" if is_desc else "index_page_asc", args)
+        return [
+            (
+                path,
+                {"data": self._decode(data), "create_time": created, "update_time": updated},
+                key,
+            )
+            for path, data, created, updated, key in rows
+        ]
+
+    def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
+        """Replace the index entries (field -> value key) of a document."""
+        self.statements.execute("delete_index_entries", {"path": path})
+        self.statements.execute_many(
+            "insert_index_entry",
+            [
+                {"collection": collection, "field": f, "value": v, "path": path}
+                for f, v in entries.items()
+            ],
+        )
+
+    def bury_event(self, event_id: str, error: str, now: float) -> None:
+        """Make the pending deliveries of an event just appended dead letters, with error."""
+        self.statements.execute("bury_event", {"event_id": event_id, "error": error, "now": now})
+
+    def mark_routed(self, event_id: str, from_state: str, to_state: str | None) -> bool:
+        """Move an event's routing mark from from_state to to_state; False if it moved on."""
+        args = {"id": event_id, "from": from_state, "to": to_state}
+        return bool(self.statements.fetch("mark_routed", args))
+
+    def claim_key(self, key: str, now: float, expires_at: float) -> bool:
+        """Record a tx.claim key; False if a live record of it exists."""
+        rows = self.statements.fetch(
+            "claim_key", {"key": key, "now": now, "expires_at": expires_at}
+        )
+        return bool(rows)
+
+    def record_dedupe(self, function: str, now: float) -> None:
+        """Count one duplicate skipped by an idempotency helper."""
+        args = {"function": function, "now": now, "hour": hour_of(now)}
+        self.statements.execute("record_dedupe", args)

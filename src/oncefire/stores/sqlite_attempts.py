@@ -1,0 +1,63 @@
+"""SQLite: the rows of attempts that just ended, and their hour buckets, written in the
+transaction that ends their deliveries; the deliveries whose lease ran out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from oncefire import buckets
+from oncefire.events import StoredEvent
+from oncefire.stores.base import AttemptResult, Claimed, Lease
+from oncefire.stores.connection import Row, SqliteStatements
+
+
+def write_attempts(
+    st: SqliteStatements, ended: Sequence[Row], results: Mapping[int, AttemptResult]
+) -> None:
+    """The attempt rows of deliveries that just ended: an attempt is written once, when
+    it ends; until then its delivery tells of it."""
+    rows = []
+    for delivery_id, event_id, function, number, worker, claimed_at in ended:
+        result = results[delivery_id]
+        started = next(
+            t for t in (result.started_at, claimed_at, result.finished_at) if t is not None
+        )
+        rows.append(
+            {
+                "delivery_id": delivery_id,
+                "event_id": event_id,
+                "function": function,
+                "number": number,
+                "worker": worker,
+                "started_at": started,
+                "finished_at": result.finished_at,
+                "outcome": result.outcome,
+                "error": result.error,
+                "cpu_seconds": result.cpu_seconds,
+                "reads": result.reads,
+                "writes": result.writes,
+            }
+        )
+    st.execute_many("insert_attempt", rows)
+    # In the same transaction: the buckets never disagree with the attempt rows.
+    st.execute_many("add_to_bucket", buckets.rows_for(rows))
+
+
+def expired_claims(
+    st: SqliteStatements, event_of: Callable[[Row], StoredEvent], rows: list[Row], now: float
+) -> list[Claimed]:
+    """Claimed deliveries of rows (id, token, function, attempt, event id, claimed_at, ahead)."""
+    ids = list({r[4] for r in rows})
+    events = {e[0]: e for e in st.fetch("events_by_id", {"ids": ids})} if rows else {}
+    return [
+        Claimed(
+            Lease(r[0], r[1]),
+            r[2],
+            r[3],
+            r[5] if r[5] is not None else now,
+            event_of(events[r[4]]),
+            is_started=r[5] is not None,
+            is_ahead=bool(r[6]),
+        )
+        for r in rows
+    ]

@@ -1,0 +1,111 @@
+"""Field transforms of document writes (SERVER_TIMESTAMP, DELETE_FIELD, Increment), and the
+merge and update rules that apply them to stored fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from oncefire import codec
+from oncefire.clock import to_datetime
+from oncefire.errors import InvalidDocumentError
+
+TOO_DEEP = "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SERVER_TIMESTAMP: Any = _Sentinel("SERVER_TIMESTAMP")
+DELETE_FIELD: Any = _Sentinel("DELETE_FIELD")
+
+
+@dataclass(frozen=True, slots=True)
+class Increment:
+    """A field transform: add `amount` to the stored number (a missing field counts as 0)."""
+
+    amount: int | float
+
+
+def _transform(current: Any, value: Any, now: float) -> Any:
+    if value is SERVER_TIMESTAMP:
+        return to_datetime(now)
+    if isinstance(value, Increment):
+        base = current if isinstance(current, int | float) and not isinstance(current, bool) else 0
+        return base + value.amount
+    if isinstance(value, dict):
+        return {k: _resolve(v, now) for k, v in value.items()}
+    return value
+
+
+def _resolve(value: Any, now: float) -> Any:
+    if value is DELETE_FIELD:
+        raise InvalidDocumentError("DELETE_FIELD is allowed only in update() or set(merge=True).")
+    if isinstance(value, dict):
+        return {k: _resolve(v, now) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, now) for v in value]
+    return _transform(None, value, now)
+
+
+def _merge(current: dict[str, Any], data: dict[str, Any], now: float) -> dict[str, Any]:
+    out = dict(current)
+    for key, value in data.items():
+        if value is DELETE_FIELD:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value, now)
+        else:
+            out[key] = _transform(out.get(key), value, now)
+    return out
+
+
+def _update(current: dict[str, Any], fields: dict[str, Any], now: float) -> dict[str, Any]:
+    out = codec.loads(codec.dumps(current))
+    for field_path, value in fields.items():
+        parts = field_path.split(".")
+        if not all(parts):
+            raise InvalidDocumentError(f"Bad field path {field_path!r}: use names joined by dots.")
+        node = out
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        if value is DELETE_FIELD:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = _transform(node.get(parts[-1]), _resolve_nested(value, now), now)
+    return dict(out)
+
+
+def _resolve_nested(value: Any, now: float) -> Any:
+    return _resolve(value, now) if isinstance(value, dict | list) else value
+
+
+def resolve(value: Any, now: float) -> Any:
+    """New data with its transforms applied (DELETE_FIELD is refused)."""
+    try:
+        return _resolve(value, now)
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None
+
+
+def merge(current: dict[str, Any], data: dict[str, Any], now: float) -> dict[str, Any]:
+    """set(merge=True): data's fields merged into the current ones, transforms applied."""
+    try:
+        return _merge(current, data, now)
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None
+
+
+def apply_update(current: dict[str, Any], fields: dict[str, Any], now: float) -> dict[str, Any]:
+    """update(): dotted field paths set, transformed or deleted in the current fields."""
+    try:
+        return _update(current, fields, now)
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None

@@ -1,0 +1,44 @@
+"""The producer of the chaos suite: writes documents in batches and acknowledges each batch in
+the ledger once its transaction returned. A batch that failed (the store went away) is written
+again; a write that committed unseen is then a no-op, the same data emitting no second event.
+
+Usage: python producer.py STORE LEDGER COLLECTION FUNCTION FIRST COUNT BATCH [PREFIX]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import ledger
+
+from oncefire.errors import OncefireError
+
+
+def produce(argv: list[str]) -> None:
+    """Write and acknowledge COLLECTION/PREFIX<n> for n in [FIRST, FIRST + COUNT)."""
+    _store, folder, collection, function = argv[:4]
+    first, count, batch = (int(a) for a in argv[4:7])
+    prefix = argv[7] if len(argv) > 7 else "k"
+    book = ledger.Ledger(folder, "producer")
+    from chaos_app import app  # its functions registered before the first write (issue 11.1)
+
+    app.store  # noqa: B018 - opens the store (from $ONCEFIRE_STORE) and registers them
+    n = first
+    while n < first + count:
+        keys = [f"{prefix}{i:06d}" for i in range(n, min(n + batch, first + count))]
+        try:
+            with app.db.transaction() as tx:
+                for key in keys:
+                    tx.set(app.db.document(f"{collection}/{key}"), {"n": key})
+        except OncefireError as exc:
+            book.write("retry", keys[0], error=str(exc)[:200])
+            time.sleep(0.2)
+            continue
+        book.acks(keys, function=function)
+        n += len(keys)
+    app.close()
+
+
+if __name__ == "__main__":
+    produce(sys.argv[1:])

@@ -1,0 +1,101 @@
+"""A poison mix (raise, os._exit, a hang past the timeout, an undecodable payload) among good
+events: each poison lands in the dead letters after exactly its attempts (3), each of them a
+run, a process death counted as a crash; an undecodable payload after one attempt (it is a
+permanent error); the good events all succeed.
+
+Under kills, a delivery a dead worker had marked started with others (a wave ahead) is handed
+back uncharged and runs alone next (issue 11 point 24): a poison may then run more often than
+it is charged, but every attempt number charged to it is one the ledger saw start."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import ledger
+from harness import Workers, outcomes, produce, rows, unsettled, verdict, wait_for
+
+ATTEMPTS = 3  # chaos_app.POISON
+KINDS = ("raise-", "exit-", "hang-")
+
+
+def write_mix(store: str, folder: Path, each: int, undecodable: int) -> None:
+    """`each` poisons of every kind, `undecodable` undecodable payloads and 50 good events."""
+    for prefix in (*KINDS, "bad-", "ok-"):
+        count = 50 if prefix == "ok-" else undecodable if prefix == "bad-" else each
+        if count:
+            assert produce(store, folder, "poison", "poison", count, prefix=prefix).wait(60) == 0
+    # A payload the runtime cannot decode: a datetime tag holding no datetime.
+    if store.startswith("sqlite"):
+        value = """'{"$time": "no"}'"""
+    else:
+        value = """'{"$time": "no"}'::jsonb"""
+    rows(store, f"UPDATE oncefire_events SET data = {value} WHERE source LIKE 'poison/bad-%'")
+
+
+def run_mix(
+    store: str, folder: Path, each: int, kills: int, undecodable: int = 0, limit: float = 120
+) -> None:
+    rng = random.Random(3)
+    write_mix(store, folder, each, undecodable)
+    # Without kills, each worker claims one delivery at a time: a poison that ends its process
+    # then holds no other delivery that could be charged for it (issue 11 point 24).
+    one = {} if kills else {"ONCEFIRE_BATCH_SIZE": "1"}
+    workers = Workers(store, folder, processes=2, concurrency=1 if not kills else 2, **one)
+    try:
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.5, 1.5))
+            workers.kill_at_random(rng)
+        wait_for("every delivery to settle", lambda: unsettled(store) == 0, limit, workers.log)
+    finally:
+        workers.stop()
+    report = verdict(store, folder)
+    print(f"\n[chaos] poison: {dict(outcomes(store, 'poison'))}; {report.summary()}")
+    assert not report.lost and not report.unexpected and not report.unfinished
+    dead = {key: n for (_, key), n in report.dead.items()}
+    poisons = {key for (_, key) in report.starts if not key.startswith("ok-")} | {
+        k for k in dead if k.startswith("bad-")
+    }
+    assert set(dead) == poisons and len(poisons) == 3 * each + undecodable, sorted(dead)
+    # A poison runs its attempts; an undecodable payload is a dead letter after one, as it
+    # will never decode (a permanent error), and stops nothing else.
+    assert {n for k, n in dead.items() if not k.startswith("bad-")} <= {ATTEMPTS}, dead
+    assert {n for k, n in dead.items() if k.startswith("bad-")} <= {1}, dead
+    runs = {key: report.starts[("poison", key)] for key in dead if not key.startswith("bad-")}
+    if kills:
+        # Some runs were not charged (their worker died beside them); each charged attempt ran.
+        charged = set(range(1, ATTEMPTS + 1))
+        seen = started_attempts(folder)
+        missing = {k: sorted(charged - seen[k]) for k in runs if charged - seen[k]}
+        assert not missing, f"attempts charged without a run: {missing}"
+        assert min(runs.values(), default=ATTEMPTS) >= ATTEMPTS, runs
+    else:
+        assert set(runs.values()) <= {ATTEMPTS}, f"attempts charged without a run: {runs}"
+    if each:
+        assert outcomes(store, "poison")["crashed"] >= each * ATTEMPTS  # every os._exit
+
+
+def started_attempts(folder: Path) -> dict[str, set[int]]:
+    """The attempt numbers the ledger saw start, per poison key."""
+    seen: dict[str, set[int]] = {}
+    for entry in ledger.read(folder):
+        if entry.kind == "start" and entry.get("function") == "poison":
+            seen.setdefault(entry.key, set()).add(int(entry.get("attempt")))
+    return seen
+
+
+def test_a_poison_mix_lands_in_the_dead_letters_after_exactly_its_attempts(
+    chaos_store: str, folder: Path
+) -> None:
+    run_mix(chaos_store, folder, each=1, kills=0)
+
+
+def test_an_undecodable_payload_is_a_dead_letter_and_stops_nothing_else(
+    chaos_store: str, folder: Path
+) -> None:
+    run_mix(chaos_store, folder, each=0, kills=0, undecodable=2, limit=20)
+
+
+def test_a_poison_mix_under_kills_is_charged_only_for_runs(chaos_store: str, folder: Path) -> None:
+    run_mix(chaos_store, folder, each=4, kills=3)

@@ -1,0 +1,224 @@
+"""Issue 11 point 24: when a worker dies, only a delivery that may have run is charged an
+attempt, and a delivery that kills its process still reaches the dead letters after its
+attempts.
+
+A worker marks queued deliveries started a wave ahead in one commit (a commit an attempt would
+cost a disk flush each). A dead worker's wave is handed back uncharged and marked solo; a solo
+delivery is leased alone, by a worker holding nothing else, so its next crash is its own and
+is charged. Two Apps on one store stand for two worker processes; a worker that is never used
+again stands for a dead process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from oncefire import App, RetryPolicy
+from oncefire.events import Event
+from oncefire.flights import rescue
+from oncefire.testing import TestClock
+from oncefire.worker import Worker
+
+WAIT = 10.0  # longest a test waits for another thread before it fails
+LEASE = 30.0
+
+
+class Runs:
+    """A function registered on several apps: counts executions by event id. An event whose
+    data has "block" waits in its first run, and one with "kill" in every run, until the test
+    ends: a process that died during it never records it."""
+
+    def __init__(self) -> None:
+        self.count: Counter[str] = Counter()
+        self.started = threading.Semaphore(0)
+        self.gate = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self.lock:
+            self.count[event.id] += 1
+            first = self.count[event.id] == 1
+        data = event.data.data
+        if (first and data.get("block")) or data.get("kill"):
+            self.started.release()
+            assert self.gate.wait(WAIT * 3), "the test never released the gate"
+
+    def register(self, app: App) -> None:
+        policy = RetryPolicy(max_attempts=3, first_delay=0.0)
+        app.on_message("t", name="f", retry_policy=policy)(self)
+
+
+@pytest.fixture
+def runs() -> Iterator[Runs]:
+    runs = Runs()
+    yield runs
+    runs.gate.set()  # let the threads of the dead workers end
+
+
+def worker_of(make_app: Callable[..., App], runs: Runs, concurrency: int = 1) -> Worker:
+    """A worker of a fresh App (a process) that has learned its attempts take 0.1 ms, so it
+    claims and marks started far ahead of its slots."""
+    app = make_app()
+    runs.register(app)
+    worker = Worker(app.runtime, concurrency=concurrency)
+    for _ in range(20):
+        worker.flights.learn(0.0001)
+    return worker
+
+
+def app_of(worker: Worker) -> App:
+    """The App whose Runtime the worker serves."""
+    app = worker.rt.app
+    assert isinstance(app, App)
+    return app
+
+
+def turn_until(worker: Worker, what: str, check: Callable[[], bool]) -> None:
+    """Run the worker's loop until check() holds."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        worker.claim_and_start()
+        worker.collect(0.01)
+
+
+def outcomes(app: App, event_id: str) -> list[str]:
+    return [a["outcome"] for a in app.store.attempts(event_id)]
+
+
+def publish(app: App, *data: dict[str, Any]) -> list[str]:
+    return [app.publish("t", d) for d in data]
+
+
+def test_a_dead_workers_wave_marked_ahead_is_not_charged(
+    make_app: Callable[..., App], clock: TestClock, runs: Runs
+) -> None:
+    worker = worker_of(make_app, runs)
+    quick, blocked, *queued = publish(app_of(worker), {}, {"block": True}, {}, {}, {})
+    assert worker.claim_and_start() == 5  # quick starts; the rest wait in the queue
+    # quick ends: one commit records it and marks blocked and, ahead, the rest started.
+    turn_until(worker, "blocked to start", lambda: runs.started.acquire(blocking=False))
+    assert app_of(worker).store.delivery_states(quick)[0][1] == "succeeded"
+    clock.advance(LEASE + 1)  # the process dies during blocked
+    second = make_app()
+    runs.register(second)
+    second.drain()
+    assert outcomes(second, blocked) == ["crashed", "succeeded"]  # it ran: charged
+    for event_id in queued:
+        assert outcomes(second, event_id) == ["succeeded"], event_id
+        assert second.store.delivery_states(event_id)[0][1:] == ("succeeded", 1)
+    assert runs.count == {quick: 1, blocked: 2, **dict.fromkeys(queued, 1)}
+
+
+def serve_until_killed(worker: Worker, runs: Runs) -> bool:
+    """Run a worker (a fresh process: it rescues first) until a run that ends its process
+    starts (True: it is never used again) or it has nothing left to do (False)."""
+    worker.maintain(force=True)
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if runs.started.acquire(blocking=False):
+            return True
+        claimed = worker.claim_and_start()
+        if claimed == 0 and not worker.is_busy:
+            return False
+        worker.collect(0.01)
+    pytest.fail("the worker neither finished nor died")
+
+
+def test_a_delivery_that_kills_its_process_is_charged_only_for_runs_alone(
+    make_app: Callable[..., App], clock: TestClock, runs: Runs
+) -> None:
+    worker = worker_of(make_app, runs)
+    quick, mate, killer, last = publish(app_of(worker), {}, {}, {"kill": True}, {})
+    assert worker.claim_and_start() == 4
+    # quick ends: a commit records it and marks mate started and, ahead, killer and last.
+    # mate ends; killer starts with no commit of its own, and its process dies.
+    turn_until(worker, "the killer to start", lambda: runs.started.acquire(blocking=False))
+    worker.record_ended()  # mate's success reached the store just before the death
+    assert outcomes(app_of(worker), mate) == ["succeeded"]
+    deaths = 1
+    while deaths < 10:
+        clock.advance(LEASE + 1)
+        if not serve_until_killed(worker_of(make_app, runs), runs):
+            break
+        deaths += 1
+    # Its run in the wave is not charged (which of the wave ended the process is not known);
+    # then each run alone is, and after 3 it is a dead letter.
+    assert outcomes(app_of(worker), killer) == ["crashed"] * 3
+    assert app_of(worker).store.delivery_states(killer)[0][1:] == ("dead", 3)
+    assert runs.count[killer] == deaths == 4
+    for event_id in (quick, mate, last):  # last was marked ahead: it runs once, uncharged
+        assert outcomes(app_of(worker), event_id) == ["succeeded"], event_id
+        assert runs.count[event_id] == 1
+
+
+def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClock) -> None:
+    runs = Runs()
+    runs.register(app)
+    store = app.store
+    first, second = publish(app, {}, {})
+
+    def claim(is_alone: bool) -> list[str]:
+        now = clock.now()
+        taken = store.claim(
+            worker="w",
+            now=now,
+            lease_until=now + LEASE,
+            limit=10,
+            functions=["f"],
+            caps={},
+            is_alone=is_alone,
+        )
+        return [c.event.id for c in taken]
+
+    now = clock.now()
+    held = store.claim(
+        worker="dead", now=now, lease_until=now + LEASE, limit=10, functions=["f"], caps={}
+    )
+    assert store.start([c.lease for c in held], now, is_ahead=True) == {
+        c.lease.delivery_id for c in held
+    }
+    clock.advance(LEASE + 1)
+    assert rescue(app.runtime, ["f"]) == (2, 0)  # handed back uncharged, solo
+    (later,) = publish(app, {})
+    assert claim(is_alone=False) == []  # a worker holding something never takes a solo one
+    assert claim(is_alone=True) == [first]  # alone, it takes the first solo one, only
+    assert claim(is_alone=False) == []
+    assert claim(is_alone=True) == [second]
+    assert claim(is_alone=False) == [later]  # the due ones before the first solo one
+    assert store.delivery_states(first)[0][1:] == ("running", 1)  # its first charged attempt
+
+
+def test_deliveries_that_start_together_are_charged_only_once_confirmed_started(
+    make_app: Callable[..., App], clock: TestClock, runs: Runs
+) -> None:
+    def dies_running_two(*data: dict[str, Any], confirm: bool) -> list[str]:
+        # Two slots start two deliveries right after one commit: which of them could have
+        # ended the process is not known until a later commit confirms that both run.
+        worker = worker_of(make_app, runs, concurrency=2)
+        ids = publish(app_of(worker), *data)
+        assert worker.claim_and_start() == 2
+        for _ in ids:
+            assert runs.started.acquire(timeout=WAIT)
+        if confirm:
+            worker.renew()  # a later commit (here the renewal) confirms them started
+        clock.advance(LEASE + 1)  # the process dies
+        rescuer = make_app()
+        runs.register(rescuer)
+        rescuer.drain()
+        return ids
+
+    together = dies_running_two({"block": True}, {"block": True}, confirm=False)
+    for event_id in together:  # handed back uncharged; each ran again alone
+        assert outcomes(make_app(), event_id) == ["succeeded"], event_id
+    confirmed = dies_running_two({"block": True}, {"block": True}, confirm=True)
+    for event_id in confirmed:
+        assert outcomes(make_app(), event_id) == ["crashed", "succeeded"], event_id
+    assert runs.count == dict.fromkeys(together + confirmed, 2)

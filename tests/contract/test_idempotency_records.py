@@ -1,0 +1,212 @@
+"""The store's @idempotent record operations: claim, takeover, complete, release, and what
+they cost in statements."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from idempotency_support import LEASE, POLICY, T0, message_event, order_event, record_of
+
+from oncefire import App, idempotent
+from oncefire.errors import StoreUnavailableError
+from oncefire.events import Event
+from oncefire.idempotency import IdempotencySpec, _acquire, _finish, _release
+from oncefire.stores.base import IdempotencyRecord
+from oncefire.stores.sqlite import SqliteStore
+from oncefire.testing import TestClock, deliver
+
+# -- the store's @idempotent operations -------------------------------------------------
+
+
+def in_progress(token: str, now: float = T0, digest: str = "h1") -> IdempotencyRecord:
+    """An in-progress record of key charge/k claimed at now under a LEASE-second lease."""
+    return IdempotencyRecord(
+        "charge/k", "charge", "in_progress", token, digest, now + LEASE, now + 100.0, None
+    )
+
+
+def test_store_claim_is_refused_while_a_record_lives_and_replaces_an_expired_one(
+    app: App,
+) -> None:
+    store = app.store
+    assert store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.claim_idempotency(in_progress("t2", digest="h2"), T0 + LEASE)
+    assert store.idempotency_record("charge/k") == in_progress("t1")
+    assert store.complete_idempotency("charge/k", "t1", T0 + 1, T0 + 50, '"r"')
+    assert not store.claim_idempotency(in_progress("t3", T0 + 49), T0 + 49)
+    # At its expiry a record is free, whatever its status or payload.
+    assert store.claim_idempotency(in_progress("t4", T0 + 51, "h2"), T0 + 51)
+    assert store.idempotency_record("charge/k") == in_progress("t4", T0 + 51, "h2")
+
+
+def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_out_lease(
+    app: App,
+) -> None:
+    store = app.store
+    store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.take_over_idempotency(in_progress("t2", T0 + 10), "t1", T0 + 10)
+    assert not store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t0", T0 + LEASE)
+    assert store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t1", T0 + LEASE)
+    assert store.idempotency_record("charge/k") == in_progress("t2", T0 + LEASE)
+    # A second takeover that read the same stale record finds it taken: one winner.
+    assert not store.take_over_idempotency(in_progress("t3", T0 + LEASE), "t1", T0 + LEASE)
+    # A completed record is never taken over, even with its own token and after its lease.
+    assert store.complete_idempotency("charge/k", "t2", T0 + LEASE, T0 + 100, '"r"')
+    assert not store.take_over_idempotency(in_progress("t4", T0 + 99), "t2", T0 + 99)
+    assert store.idempotency_record("charge/k") == IdempotencyRecord(
+        "charge/k", "charge", "completed", "t2", "h1", T0 + LEASE, T0 + 100, '"r"'
+    )
+
+
+def test_store_complete_and_release_change_only_the_record_their_token_holds(app: App) -> None:
+    store = app.store
+    store.claim_idempotency(in_progress("t1"), T0)
+    assert not store.complete_idempotency("charge/k", "t0", T0 + 1, T0 + 50, '"stale"')
+    assert not store.release_idempotency("charge/k", "t0")
+    assert not store.complete_idempotency("charge/other", "t1", T0 + 1, T0 + 50, '"r"')
+    assert store.idempotency_record("charge/k") == in_progress("t1")
+    assert store.release_idempotency("charge/k", "t1")
+    assert store.idempotency_record("charge/k") is None
+    assert not store.release_idempotency("charge/k", "t1")
+    store.claim_idempotency(in_progress("t2"), T0)
+    assert store.complete_idempotency("charge/k", "t2", T0 + 1, T0 + 50, None)
+    assert not store.release_idempotency("charge/k", "t2"), "a completed record stays"
+    assert store.idempotency_record("charge/k") == IdempotencyRecord(
+        "charge/k", "charge", "completed", "t2", "h1", T0 + 1, T0 + 50, None
+    )
+
+
+def test_sqlite_single_statement_writes_wait_for_a_busy_writer(sqlite_url: str) -> None:
+    app = App(sqlite_url, clock=TestClock())
+    other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), check_same_thread=False)
+    other.isolation_level = None
+    app.store.idempotency_record("charge/k")  # this thread's connection is open
+    other.execute("BEGIN IMMEDIATE")
+    # Held well past SQLite's own busy wait (20 ms) on the store's connections.
+    commit = threading.Timer(0.2, other.execute, ("COMMIT",))
+    commit.start()
+    try:
+        assert app.store.claim_idempotency(in_progress("t1"), T0)
+        assert app.store.idempotency_record("charge/k") == in_progress("t1")
+    finally:
+        commit.join()
+        app.close()
+        other.close()
+
+
+@contextmanager
+def statements_of_this_thread(app: App) -> Iterator[list[str]]:
+    """The SQL statements the store runs for the calling thread inside the block."""
+    seen: list[str] = []
+    if isinstance(app.store, SqliteStore):
+        with app.store.connections.connection() as conn:
+            conn.set_trace_callback(seen.append)
+            try:
+                yield seen
+            finally:
+                conn.set_trace_callback(None)
+        return
+    import psycopg
+
+    execute = psycopg.Cursor.execute
+    me = threading.get_ident()
+
+    def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == me:
+            seen.append(str(query))
+        return execute(cursor, query, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(psycopg.Cursor, "execute", counted)
+        yield seen
+
+
+def test_a_new_key_costs_one_statement_to_claim_and_one_to_complete(app: App) -> None:
+    spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
+    event = message_event("e1", amount=500)
+    app.store.idempotency_record("charge/warm-up")  # the connection is open before counting
+    with statements_of_this_thread(app) as claiming:
+        claim = _acquire(app.runtime, spec, event)
+    with statements_of_this_thread(app) as completing:
+        _finish(app.runtime, spec, claim, "ok")
+    assert [s.split()[0] for s in claiming] == ["INSERT"]
+    assert [s.split()[0] for s in completing] == ["UPDATE"]
+    second = _acquire(app.runtime, spec, event)
+    assert second.is_done and second.result == "ok"
+    with statements_of_this_thread(app) as releasing:
+        _release(app.runtime, _acquire(app.runtime, spec, message_event("e2", amount=500)))
+    assert [s.split()[0] for s in releasing] == ["INSERT", "DELETE"]
+
+
+def test_a_completion_cut_off_by_a_postgres_restart_lands_after_the_reconnect(
+    postgres_store_url: str, clock: TestClock
+) -> None:
+    # Issue 11, point 26: the record stayed in progress, so the retry ran the effect again.
+    import psycopg
+
+    app = App(postgres_store_url, clock=clock)
+    effects: list[str] = []
+
+    @idempotent(lease=LEASE)
+    def charge_once(event: Event) -> str:
+        effects.append(event.id)
+        with psycopg.connect(postgres_store_url, autocommit=True) as admin:
+            # What a server restart does to the store's connections: every one is cut.
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        return "ch_1"
+
+    @app.on_document_created("orders/{orderId}", retry_policy=POLICY, timeout=LEASE)
+    def charge(event: Event) -> None:
+        charge_once(event)
+
+    try:
+        event = order_event()
+        assert deliver(app, "charge", event, times=1)["succeeded"] == 1
+        record = record_of(app, event.id)
+        assert record is not None and record.status == "completed"
+        assert deliver(app, "charge", event, times=2)["succeeded"] == 2
+        assert effects == [event.id]
+    finally:
+        app.close()
+
+
+def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_another_worker(
+    app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    effects: list[str] = []
+    event = order_event()
+
+    @idempotent(lease=LEASE)
+    def charge_once(event: Event) -> str:
+        effects.append(event.id)
+        return "ch_1"
+
+    @app.on_document_created("orders/{orderId}", retry_policy=POLICY, timeout=LEASE)
+    def charge(event: Event) -> None:
+        charge_once(event)
+
+    complete = app.store.complete_idempotency
+    is_cut_off = True
+
+    def cut_off_once(*args: Any) -> bool:
+        nonlocal is_cut_off
+        if is_cut_off:
+            is_cut_off = False
+            # The effect happened; this worker cannot reach the store for longer than the
+            # record's lease, while another worker, back sooner, runs the event again.
+            clock.advance(LEASE + 1)
+            deliver(app, "charge", event, times=1)
+            raise StoreUnavailableError("The PostgreSQL store is unavailable: a restart.")
+        return complete(*args)
+
+    monkeypatch.setattr(app.store, "complete_idempotency", cut_off_once)
+    assert deliver(app, "charge", event, times=1)["succeeded"] == 1
+    assert effects == [event.id], "the other worker took the key over and ran the effect again"

@@ -1,0 +1,90 @@
+"""tx.claim: true once per key, rolled back with its transaction.
+
+Each test delivers the same event several times through the full attempt path (claim,
+run, record), as a platform redelivering it would, and counts the side effects. A
+delivery that must still be running while another arrives runs in a thread that blocks
+on an Event; time moves only by `clock.advance`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from idempotency_support import LEASE, POLICY, Boom, count_orders, counter, order_event
+
+from oncefire import App, Increment, InvalidDocumentError, TransactionError
+from oncefire.events import Event
+from oncefire.testing import TestClock, deliver
+
+# -- tx.claim ---------------------------------------------------------------------------
+
+
+def test_claim_is_true_once_and_false_after_it_committed(app: App) -> None:
+    with app.db.transaction() as tx:
+        assert tx.claim("k1") is True
+    with app.db.transaction() as tx:
+        assert tx.claim("k1") is False
+        assert tx.claim("k2") is True
+
+
+def test_claim_and_the_writes_of_its_transaction_roll_back_together(app: App) -> None:
+    ref = app.db.document("stats/orders")
+    with pytest.raises(Boom), app.db.transaction() as tx:
+        assert tx.claim("k1")
+        tx.set(ref, {"n": Increment(1)}, merge=True)
+        raise Boom
+    assert not ref.get().exists
+    with app.db.transaction() as tx:
+        assert tx.claim("k1"), "a rolled-back claim must not count as committed"
+        tx.set(ref, {"n": Increment(1)}, merge=True)
+    assert counter(app) == 1
+
+
+def test_claim_rejects_an_empty_key_and_a_bad_ttl(app: App) -> None:
+    with app.db.transaction() as tx:
+        with pytest.raises(InvalidDocumentError):
+            tx.claim("")
+        for ttl in (0, -1, float("inf"), float("nan")):
+            with pytest.raises(InvalidDocumentError, match="ttl"):
+                tx.claim("k", ttl=ttl)
+
+
+def test_claim_after_the_transaction_ended_is_refused(app: App) -> None:
+    with app.db.transaction() as tx:
+        pass
+    with pytest.raises(TransactionError):
+        tx.claim("k")
+
+
+def test_claim_makes_a_store_write_happen_once_however_often_the_event_comes(app: App) -> None:
+    count_orders(app)
+    event = order_event()
+    summary = deliver(app, "count_order", event, times=3)
+    assert summary["succeeded"] == 3
+    assert counter(app) == 1
+    assert app.stats()["count_order"].dedupe_hits == 2
+
+
+def test_crash_before_commit_leaves_neither_the_claim_nor_the_write(
+    app: App, clock: TestClock
+) -> None:
+    calls = Counter[str]()
+
+    @app.on_document_created("orders/{orderId}", retry_policy=POLICY, timeout=LEASE)
+    def count_order(event: Event) -> None:
+        calls[event.id] += 1
+        with app.db.transaction() as tx:
+            if not tx.claim(event.id):
+                return
+            tx.set(app.db.document("stats/orders"), {"n": Increment(1)}, merge=True)
+            if calls[event.id] == 1:
+                raise Boom("the process died before commit")
+
+    event = order_event()
+    assert deliver(app, "count_order", event, times=1)["failed"] == 1
+    assert not app.db.document("stats/orders").get().exists
+    clock.advance(60)
+    assert app.drain()["succeeded"] == 1
+    assert counter(app) == 1
+    assert app.stats()["count_order"].dedupe_hits == 0

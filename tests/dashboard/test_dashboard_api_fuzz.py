@@ -1,0 +1,45 @@
+"""The JSON API fuzzed against its own OpenAPI document: no answer is a server error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from dashboard_shop import SECRET, TOKEN, build
+from oncefire.dashboard import create_app
+from oncefire.testing import TestClock
+
+
+@pytest.fixture
+def api_schema(sqlite_url: str) -> Iterator[Any]:
+    shop = build(sqlite_url, TestClock())
+    shop.fail(3)
+    shop.succeed(2)
+    web = create_app(shop.app, token=TOKEN, allowed_hosts=["testserver", "localhost"])
+    bearer = {"Authorization": f"Bearer {SECRET}"}
+    yield schemathesis.openapi.from_asgi("/api/openapi.json", web, headers=bearer)
+    shop.app.close()
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_api_never_answers_with_a_server_error(case: Any) -> None:
+    response = case.call(headers={"Authorization": f"Bearer {SECRET}"})
+    assert response.status_code < 500, (case.method, case.path, response.text)
+    if response.status_code >= 400:
+        assert "error" in response.json()
+
+
+def test_the_openapi_document_is_valid_openapi_3(sqlite_url: str) -> None:
+    from openapi_spec_validator import validate
+
+    from oncefire.dashboard.openapi import document
+
+    validate(document())

@@ -1,0 +1,87 @@
+"""A real `oncefire worker` process: a message published before it started is delivered, a
+worker warns about stored functions it does not serve, and writes made after its SQLite file
+was deleted under it still reach it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import ONCEFIRE
+
+pytestmark = pytest.mark.e2e
+
+APP = """
+from pathlib import Path
+from oncefire import App
+
+app = App()
+
+@app.on_message("emails")
+def send(event):
+    with Path("sent.txt").open("a") as out:
+        out.write(event.data.data["to"] + "\\n")
+"""
+DEADLINE = 30.0
+
+
+def wait_for(what: str, check: Callable[[], object]) -> None:
+    """Poll check() until it is truthy; fail after DEADLINE."""
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def oncefire(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start `oncefire ARGS` in tmp_path on its SQLite store, with fast sweeps."""
+    started: list[subprocess.Popen[bytes]] = []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+    env.update(ONCEFIRE_STORE=f"sqlite:///{tmp_path}/shop.db", ONCEFIRE_SWEEP_EVERY="0.3")
+
+    def start(*args: str, log: str = "worker.log") -> subprocess.Popen[bytes]:
+        with open(tmp_path / log, "wb") as out:
+            proc = subprocess.Popen(
+                [ONCEFIRE, *args], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def sent(tmp_path: Path) -> list[str]:
+    path = tmp_path / "sent.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_writes_after_the_sqlite_file_was_deleted_reach_the_running_worker(
+    tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    (tmp_path / "shop.py").write_text(APP)
+    assert oncefire("publish", "emails", '{"to": "early"}', log="p1.log").wait(60) == 0
+    oncefire("worker", "shop.py")
+    log = tmp_path / "worker.log"
+    wait_for("the early message", lambda: sent(tmp_path) == ["early"])
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"shop.db{suffix}").unlink(missing_ok=True)
+    wait_for("the worker to reopen", lambda: "deleted or replaced" in log.read_text())
+    assert oncefire("publish", "emails", '{"to": "late"}', log="p2.log").wait(60) == 0
+    wait_for("the late message", lambda: sent(tmp_path) == ["early", "late"])
+    errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log.read_text()

@@ -1,0 +1,57 @@
+"""Named queries: the loader, and the names the shared store code runs on both dialects."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from oncefire.errors import StoreError
+from oncefire.stores import queries
+
+STORES = Path(queries.__file__).parent
+
+
+def test_a_file_holds_named_queries_without_their_comments() -> None:
+    text = (
+        "-- a file comment\n"
+        "-- name: first\n-- what it does\nSELECT 1\nFROM t;\n\n"
+        "-- name: second\nUPDATE t SET x = 'a -- b';\n"
+    )
+    assert queries.parse(text) == {
+        "first": "SELECT 1\nFROM t",
+        "second": "UPDATE t SET x = 'a -- b'",
+    }
+
+
+def test_a_name_defined_twice_is_refused() -> None:
+    with pytest.raises(StoreError, match="defined twice"):
+        queries.parse("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
+
+
+def test_a_name_without_a_statement_is_refused() -> None:
+    with pytest.raises(StoreError, match="no statement"):
+        queries.parse("-- name: a\n-- only a comment\n")
+
+
+def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
+    used = set()
+    for module in ("sql_store.py", "sql_tx.py", "sql_retention.py", "function_ops.py"):
+        text = (STORES / module).read_text(encoding="utf-8")
+        used |= set(re.findall(r'(?:fetch|execute|count|execute_many)\(\s*"([a-z_]+)"', text))
+    assert used, "the shared code runs named queries"
+    for dialect in ("sqlite", "postgres"):
+        assert used - set(queries.load(dialect)) == set(), dialect
+
+
+def test_every_notification_uses_the_listened_channel() -> None:
+    from oncefire.stores.postgres_tx import CHANNEL, MAX_NOTIFY_IDS
+
+    loaded = queries.load("postgres")
+    assert loaded["listen"] == f"LISTEN {CHANNEL}"
+    notifying = [sql for sql in loaded.values() if "pg_notify" in sql]
+    assert notifying
+    for sql in notifying:
+        assert set(re.findall(r"pg_notify\('([a-z]+)'", sql)) == {CHANNEL}
+        assert set(re.findall(r"count\(\*\) <= (\d+)", sql)) <= {str(MAX_NOTIFY_IDS)}

@@ -1,0 +1,1 @@
+"""Scripts for people working on oncefire (not shipped in the package)."""
