@@ -54,9 +54,14 @@ FULL = Profile("full", kills=20, events=20_000, group_kills=100, restarts=6)
 
 
 def wait_for(
-    what: str, check: Callable[[], object], timeout: float, log: Path | None = None
+    what: str,
+    check: Callable[[], object],
+    timeout: float,
+    log: Path | None = None,
+    store: str | None = None,
 ) -> Any:
-    """Poll check() until truthy; fail after timeout with the end of the workers' log."""
+    """Poll check() until truthy; fail after timeout with the end of the workers' log (and,
+    given the store, its unsettled deliveries and open sessions)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -64,8 +69,42 @@ def wait_for(
             return value
         if time.monotonic() > deadline:
             tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}")
+            state = diagnosis(store) if store else ""
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}{state}")
         time.sleep(0.05)
+
+
+def diagnosis(store: str) -> str:
+    """What a stuck scenario's store holds: its unsettled deliveries, and on PostgreSQL the
+    sessions in a transaction and the locks waited for."""
+    lines = ["deliveries (id, function, state, attempt, worker, lease_until, run_at):"]
+    lines += [
+        f"  {row}"
+        for row in rows(
+            store,
+            "SELECT id, function, state, attempt, worker, lease_until, run_at"
+            " FROM oncefire_deliveries WHERE state IN ('pending', 'running') ORDER BY id",
+        )
+    ]
+    if not store.startswith("sqlite"):
+        lines.append("sessions (pid, state, since, waits on, query):")
+        lines += [
+            f"  {row}"
+            for row in rows(
+                store,
+                "SELECT pid, state, now() - xact_start, wait_event_type || ':' || wait_event,"
+                " left(query, 120) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+        ]
+        lines.append("locks not granted (pid, type, relation):")
+        lines += [
+            f"  {row}"
+            for row in rows(
+                store, "SELECT pid, locktype, relation::regclass FROM pg_locks WHERE NOT granted"
+            )
+        ]
+    return "\n" + "\n".join(lines)
 
 
 def environment(store: str, folder: Path, **extra: str) -> dict[str, str]:

@@ -70,7 +70,9 @@ def test_a_stopped_worker_resumed_past_its_lease_changes_nothing(
         finally:
             os.kill(started.pid, signal.SIGCONT)
         assert rescued.pid != started.pid
-        late = wait_for("the late failure", lambda: first(folder, "end", 1), 60, workers.log)
+        late = wait_for(
+            "the late failure", lambda: first(folder, "end", 1), 60, workers.log, chaos_store
+        )
         assert late.pid == started.pid
         wait_for("the delivery to settle", lambda: unsettled(chaos_store) == 0, 60, workers.log)
         end = first(folder, "end", 2)

@@ -316,6 +316,46 @@ def test_max_instances_holds_across_stores_sharing_one_database(
 
 
 @pytest.mark.postgres
+def test_a_claimer_frozen_inside_its_transaction_stalls_the_others_for_seconds_only(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    # A worker claims inside a batch (one transaction a turn); stopped there (SIGSTOP, a
+    # paused machine), it holds the capped function's lock, which every claimer of it waits
+    # for. The server ends a session idle in oncefire's own transaction after 5 s.
+    frozen, other = open_store(), open_store()
+    add_pending(frozen, 2)
+    holding, resume = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def freeze() -> None:
+        try:
+            with frozen.batch():
+                outcome["frozen"] = claim(frozen, "frozen", 5, {"f": 1})
+                holding.set()
+                resume.wait(NEVER)
+        except StoreError as exc:
+            outcome["error"] = exc
+
+    def claim_meanwhile() -> None:
+        outcome["other"] = claim(other, "other", 5, {"f": 1})
+
+    frozen_thread = threading.Thread(target=freeze)
+    frozen_thread.start()
+    try:
+        assert holding.wait(NEVER)
+        claimer = threading.Thread(target=claim_meanwhile, daemon=True)
+        claimer.start()
+        claimer.join(NEVER)
+        assert not claimer.is_alive(), "the frozen claimer's lock stalled the other for good"
+    finally:
+        resume.set()
+        frozen_thread.join(NEVER)
+    assert len(outcome["frozen"]) == 1  # type: ignore[arg-type]
+    assert outcome["other"] == outcome["frozen"]  # its uncommitted claim was rolled back
+    assert isinstance(outcome.get("error"), StoreError)  # it learns so when it resumes
+
+
+@pytest.mark.postgres
 def test_concurrent_claims_take_each_delivery_once(
     open_store: Callable[..., PostgresStore],
 ) -> None:

@@ -108,7 +108,7 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _write(self) -> Iterator[PostgresStatements]:
-        with self.pool.transaction() as conn:
+        with self.pool.transaction("begin_bounded") as conn:
             yield PostgresStatements(conn, SQL)
 
     @contextmanager

@@ -127,7 +127,7 @@ class Pool:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.transaction() as conn:
+        with self.transaction("begin_bounded") as conn:
             self._local.conn = conn
             try:
                 yield

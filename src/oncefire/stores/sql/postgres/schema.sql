@@ -23,6 +23,14 @@ SELECT pg_backend_pid();
 -- name: begin
 BEGIN;
 
+-- name: begin_bounded
+-- A transaction of oncefire's own (a claim, a batch, housekeeping): it never waits on user
+-- code, so a session idle in it for 5 s belongs to a frozen process (stopped, swapped out,
+-- its machine paused). The server then ends that session, and the locks it held (a capped
+-- function's, rows of a delivery) no longer stall every other worker; the frozen process
+-- finds its connection gone when it resumes, and its transaction was rolled back.
+BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5s';
+
 -- name: begin_snapshot
 -- A read-only transaction that sees one moment of the database.
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
