@@ -2,8 +2,7 @@
 nothing acknowledged is lost, and the workers resume by themselves when access returns.
 
 Both need root to mount (a read-only bind mount; a small tmpfs); they are skipped with the
-reason where mounting is not allowed. PostgreSQL's equivalents (a full or read-only data
-folder) belong to the server's operator and are not simulated here.
+reason where mounting is not allowed. PostgreSQL's are in test_postgres_storage.py.
 """
 
 from __future__ import annotations

@@ -50,6 +50,16 @@ def failure(exc: psycopg.Error) -> OncefireError:
             "Two transactions waited on each other (a deadlock), and PostgreSQL ended this one: "
             "run it again, and write the same documents in the same order everywhere."
         )
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return StoreUnavailableError(
+            f"The PostgreSQL store is read-only ({text}): writes resume once the server "
+            "accepts them again (a standby promoted, default_transaction_read_only off)."
+        )
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StoreUnavailableError(
+            f"The PostgreSQL server is out of disk space ({text}): writes resume once space "
+            "is freed."
+        )
     if isinstance(exc, psycopg.OperationalError):
         return StoreUnavailableError(f"The PostgreSQL store is unavailable: {text}.")
     return StoreError(f"The PostgreSQL store failed: {text}.")
