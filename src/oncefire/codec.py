@@ -129,6 +129,14 @@ def loads_or_undecodable(text: str | bytes) -> Any:
         return Undecodable(f"{type(exc).__name__}: {exc}")
 
 
+def is_jsonb_exact(text: str) -> bool:
+    """Whether PostgreSQL's jsonb gives this JSON back as written, once encoded again: jsonb
+    has no -0.0, and writes a float of 1e16 or more without its exponent (so it is read back
+    as an integer). Told by the text: a string holding "e+" or "-0.0" counts as such a
+    number, which costs only the one-statement write."""
+    return "e+" not in text and "-0.0" not in text
+
+
 def encode_document(data: Any) -> str:
     """JSON of a document's fields, checked for type and the 1 MiB limit."""
     if not isinstance(data, dict):

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from conftest import postgres_url, reset_postgres
 from oncefire import App, codec
 from oncefire.events import Event
 from oncefire.testing import TestClock
@@ -231,3 +235,102 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
         assert [r[0] for r in rows] == [codec.dumps(x) for x in FLOATS]
     finally:
         app.close()
+
+
+# -- the one-statement write checked against the transaction's, on generated documents -----
+
+_keys = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=6)
+# Every finite float, -0.0 and 1e16 or more included: jsonb gives those back changed, so a
+# write holding one goes through a transaction (and so does the next update of its document).
+_floats = st.floats(allow_nan=False, allow_infinity=False)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | _floats
+    | st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=8)
+    | st.datetimes(timezones=st.just(UTC))
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=8,
+)
+_documents = st.dictionaries(_keys, _values, max_size=4)
+
+
+@pytest.mark.postgres
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    writes=st.lists(st.tuples(_documents, st.floats(0.0, 1e6)), min_size=1, max_size=4),
+    jump=st.floats(0.0, 1e7),
+)
+def test_the_one_statement_write_makes_what_a_transaction_makes(
+    writes: list[tuple[dict[str, Any], float]], jump: float
+) -> None:
+    # The Python write (documents.Transaction.set, codec.dumps) is the definition of a
+    # document's events; the PL/pgSQL one (migration 008) must make the same type, payload
+    # and size for any document and any time, written to two paths at the same moments.
+    app, clock = _property_app()
+    clock.advance(jump)  # a TestClock only moves forward: times of any fraction
+    n = next(_examples)
+    one, other = f"once/d{n}", f"tx/d{n}"
+    taken: list[bool] = []
+    store: Any = app.store
+    made = store.set_document
+
+    def spy(*args: Any) -> bool:
+        taken.append(made(*args))
+        return taken[-1]
+
+    store.set_document = spy
+    try:
+        for data, step in writes:
+            app.db.document(one).set(data)
+            with app.db.transaction() as tx:
+                tx.set(app.db.document(other), data)
+            clock.advance(step)
+    finally:
+        del store.set_document
+    # The one-statement path, really: for every write but those of data jsonb would change,
+    # or the update of such a document.
+    texts = [codec.encode_document(data) for data, _ in writes]
+    exact = [codec.is_jsonb_exact(text) for text in texts]
+    assert taken == [now and (i == 0 or exact[i - 1]) for i, now in enumerate(exact)]
+    assert _events(one) == _events(other)
+
+
+_examples = itertools.count()
+_apps: dict[str, tuple[App, TestClock]] = {}
+
+
+def _property_app() -> tuple[App, TestClock]:
+    """One app (and clock) on a fresh store for all the examples: resetting the store for
+    each would dominate the test's time, and each example writes paths of its own."""
+    if "app" not in _apps:
+        reset_postgres()
+        clock = TestClock()
+        app = App(postgres_url(), clock=clock)
+        app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
+        _apps["app"] = (app, clock)
+    return _apps["app"]
+
+
+def _events(path: str) -> list[tuple[str, Any, int]]:
+    """(type, payload, size) of a document's events, as the store keeps them."""
+    import psycopg
+
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT type, data::text, size FROM oncefire_events WHERE source = %s ORDER BY id",
+            (path,),
+        ).fetchall()
+    return [(kind, codec.loads(text), size) for kind, text, size in rows]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_property_app() -> Iterator[None]:
+    yield
+    for app, _ in _apps.values():
+        app.close()
+    _apps.clear()

@@ -152,10 +152,11 @@ class PostgresStore(SqlStore):
     ) -> bool:
         """Write a whole document and its event in one statement (one round trip); False,
         having written nothing, when the catalogue changed or the row is from before schema
-        6: the caller then writes through a transaction."""
+        6 or holds numbers jsonb would not give back as written (codec.is_jsonb_exact): the
+        caller then writes through a transaction, whose event counts what jsonb gives back."""
         catalog = self._catalogs.last()
         fanout = None if catalog is None else fanout_of(catalog)
-        if catalog is None or fanout is None:
+        if catalog is None or fanout is None or not codec.is_jsonb_exact(data_json):
             return False
         args = set_document_args(
             catalog,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from oncefire import codec
 from oncefire.buckets import hour_of
 from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
@@ -85,7 +86,9 @@ class SqlTx:
                 "data": data_json,
                 "create_time": create_time,
                 "update_time": update_time,
-                "data_size": len(data_json.encode()),
+                # PostgreSQL's one-statement write counts an update's `before` by it; NULL
+                # (jsonb would not give the data back as written) sends that update here.
+                "data_size": len(data_json.encode()) if codec.is_jsonb_exact(data_json) else None,
             },
         )
 
