@@ -10,7 +10,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oncefire import lineage, parking
@@ -25,7 +25,7 @@ from oncefire.errors import (
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
 from oncefire.retry import Outcome, decide
 from oncefire.runtime import CURRENT_RUNTIME
-from oncefire.stores.base import AttemptResult, Claimed
+from oncefire.stores.base import Claimed, Ending
 from oncefire.usage import CURRENT_OPS, StoreOps
 
 if TYPE_CHECKING:
@@ -35,19 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
-
-
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """How a function call ended, before the retry rules are applied."""
-
-    outcome: Outcome
-    error: str | None = None
-    requested_delay: float | None = None
-    started_at: float | None = None  # by the app's clock; None: when it was claimed
-    finished_at: float | None = None  # by the app's clock; None: when it is recorded
-    cpu_seconds: float | None = None  # CPU time of the call's thread; None for async functions
-    ops: StoreOps | None = None  # the store reads and writes the function made; None: not run
 
 
 def storable(text: str | None) -> str | None:
@@ -96,7 +83,8 @@ def call(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
         CURRENT_APP.reset(app_token)
         CURRENT_RUNTIME.reset(rt_token)
         CURRENT_OPS.reset(ops_token)
-    return replace(ending, cpu_seconds=time.thread_time() - cpu_start, ops=ops)
+    cpu = time.thread_time() - cpu_start
+    return replace(ending, cpu_seconds=cpu, reads=ops.reads, writes=ops.writes)
 
 
 async def call_async(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
@@ -107,7 +95,7 @@ async def call_async(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
     CURRENT_RUNTIME.set(rt)
     ops = StoreOps()
     CURRENT_OPS.set(ops)
-    return replace(await _await(trigger, event), ops=ops)
+    return replace(await _await(trigger, event), reads=ops.reads, writes=ops.writes)
 
 
 async def _await(trigger: Trigger, event: Event) -> Ending:
@@ -197,11 +185,6 @@ def _first_line(text: str | None) -> str:
     return (text or "").splitlines()[0] if text else ""
 
 
-def _ops_of(ending: Ending) -> tuple[int | None, int | None]:
-    """(reads, writes) of an ending, for its attempt row."""
-    return (None, None) if ending.ops is None else (ending.ops.reads, ending.ops.writes)
-
-
 def _finished_at(rt: Runtime, ending: Ending) -> float:
     return rt.clock.now() if ending.finished_at is None else ending.finished_at
 
@@ -224,7 +207,7 @@ def record_each(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -
                 f"oncefire could not record attempt {claimed.attempt} "
                 f"({ending.outcome}): {type(exc).__name__}: {exc}"
             )
-            result = AttemptResult(Outcome.PERMANENT, _finished_at(rt, ending), reason)
+            result = Ending(Outcome.PERMANENT, reason, finished_at=_finished_at(rt, ending))
             with rt.store.batch():
                 is_buried = rt.store.bury(claimed.lease, result, reason, None)
             if is_buried:
@@ -237,21 +220,14 @@ def record_many(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -
     """Record many endings in one store transaction; successes in one statement. Returns
     the outcomes recorded: an ending whose lease was lost is not."""
     recorded: Counter[str] = Counter()
-    successes = [item for item in items if item[2].outcome is Outcome.SUCCEEDED]
+    successes = [item for item in items if item[2].outcome == Outcome.SUCCEEDED]
     with rt.store.batch():
         if successes:
             done = rt.store.complete_many(
                 [
                     (
                         claimed.lease,
-                        AttemptResult(
-                            ending.outcome,
-                            _finished_at(rt, ending),
-                            None,
-                            ending.started_at,
-                            ending.cpu_seconds,
-                            *_ops_of(ending),
-                        ),
+                        replace(ending, error=None, finished_at=_finished_at(rt, ending)),
                     )
                     for _, claimed, ending in successes
                 ]
@@ -276,7 +252,7 @@ def record(rt: Runtime, trigger: Trigger, claimed: Claimed, ending: Ending) -> b
     ending = replace(ending, error=storable(ending.error))
     now = _finished_at(rt, ending)
     decision = decide(
-        ending.outcome,
+        Outcome(ending.outcome),
         attempt=claimed.attempt,
         now=now,
         policy=trigger.options.retry_policy,
@@ -285,9 +261,7 @@ def record(rt: Runtime, trigger: Trigger, claimed: Claimed, ending: Ending) -> b
         requested_delay=ending.requested_delay,
         is_oversized=claimed.event.size > rt.settings.max_payload_bytes,
     )
-    result = AttemptResult(
-        ending.outcome, now, ending.error, ending.started_at, ending.cpu_seconds, *_ops_of(ending)
-    )
+    result = replace(ending, finished_at=now)
     lease = claimed.lease
     parked_as = "dead letter"
     if decision.state == "succeeded":

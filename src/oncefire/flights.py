@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from oncefire import execution
 from oncefire.errors import StoreError
-from oncefire.execution import Ending, EventLoopThread
+from oncefire.execution import EventLoopThread
 from oncefire.retry import Outcome
-from oncefire.stores.base import Claimed, Lease
+from oncefire.stores.base import Claimed, Ending, Lease
 
 if TYPE_CHECKING:
     from collections import Counter

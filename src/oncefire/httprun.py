@@ -22,7 +22,7 @@ from oncefire.execution import classify
 from oncefire.flights import worker_name
 from oncefire.retry import Outcome
 from oncefire.runtime import CURRENT_RUNTIME
-from oncefire.stores.base import AttemptResult, Claimed
+from oncefire.stores.base import Claimed, Ending
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -93,7 +93,7 @@ class Attempt:
 
     def _end(self, outcome: str, error: str | None) -> None:
         now = self.app.clock.now()
-        result = AttemptResult(outcome, now, error, self.claimed.started_at)
+        result = Ending(outcome, finished_at=now, error=error, started_at=self.claimed.started_at)
         if not self.app.store.complete(self.claimed.lease, result):
             log.warning("the attempt of request %s was already recorded", self.event.id)
 
@@ -187,6 +187,6 @@ def sweep_crashed(app: App) -> int:
     now = app.clock.now()
     ended = 0
     for claimed in app.store.take_expired_leases(now, now + app.settings.lease, names, 1000):
-        result = AttemptResult(Outcome.CRASHED, now, CRASHED_ERROR, None)
+        result = Ending(Outcome.CRASHED, finished_at=now, error=CRASHED_ERROR, started_at=None)
         ended += app.store.complete(claimed.lease, result)
     return ended

@@ -7,7 +7,7 @@ from oncefire.events import EventType
 from oncefire.messages import dead_letter_message
 from oncefire.ordering import ordering_note
 from oncefire.outbox import subscribers
-from oncefire.stores.base import AttemptResult, Claimed, Store
+from oncefire.stores.base import Claimed, Ending, Store
 from oncefire.triggers import Trigger
 
 
@@ -15,7 +15,7 @@ def park(
     store: Store,
     trigger: Trigger,
     claimed: Claimed,
-    result: AttemptResult,
+    result: Ending,
     error: str | None,
     *,
     may_forward: bool,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from oncefire import App
 from oncefire.events import Event
 from oncefire.stores import migrations
-from oncefire.stores.base import AttemptResult, Claimed
+from oncefire.stores.base import Claimed, Ending
 from oncefire.testing import TestClock
 
 
@@ -47,7 +47,7 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
     assert app.store.start([claimed.lease], now + 0.5) == {claimed.lease.delivery_id}
     [running] = app.store.attempts(event_id)
     assert running["started_at"] == now + 0.5
-    assert app.store.complete_many([(claimed.lease, AttemptResult("succeeded", now + 1))]) == {
+    assert app.store.complete_many([(claimed.lease, Ending("succeeded", finished_at=now + 1))]) == {
         claimed.lease.delivery_id
     }
     assert attempt_rows(app, event_id) == 1

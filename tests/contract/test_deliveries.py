@@ -10,7 +10,7 @@ from typing import Any
 from oncefire import App, Increment, RetryPolicy
 from oncefire.events import Event
 from oncefire.execution import MAX_ERROR_CHARS
-from oncefire.stores.base import AttemptResult, Claimed, Lease
+from oncefire.stores.base import Claimed, Ending, Lease
 from oncefire.testing import TestClock, deliver, make_event
 from oncefire.worker import Worker
 
@@ -79,13 +79,13 @@ def test_complete_records_the_attempt_and_succeeds(app: App, clock: TestClock) -
     app.db.document("orders/o1").set({"n": 1})
     [claimed] = claim(app)
     clock.advance(2.5)
-    assert app.store.complete(claimed.lease, AttemptResult("succeeded", clock.now()))
+    assert app.store.complete(claimed.lease, Ending("succeeded", finished_at=clock.now()))
     assert app.store.delivery_states(claimed.event.id) == [("charge", "succeeded", 1)]
     [attempt] = app.store.attempts(claimed.event.id)
     assert attempt["outcome"] == "succeeded"
     assert attempt["finished_at"] - attempt["started_at"] == 2.5
     # a finished delivery takes no further transition
-    result = AttemptResult("failed", clock.now(), "late")
+    result = Ending("failed", finished_at=clock.now(), error="late")
     assert not app.store.complete(claimed.lease, result)
     assert not app.store.retry(claimed.lease, result, clock.now())
     assert not app.store.bury(claimed.lease, result, "late", None)
@@ -97,7 +97,7 @@ def test_a_wrong_lease_token_changes_nothing(app: App, clock: TestClock) -> None
     app.db.document("orders/o1").set({"n": 1})
     [claimed] = claim(app)
     forged = Lease(claimed.lease.delivery_id, "not-the-token")
-    result = AttemptResult("succeeded", clock.now())
+    result = Ending("succeeded", finished_at=clock.now())
     assert not app.store.complete(forged, result)
     assert not app.store.retry(forged, result, clock.now())
     assert not app.store.bury(forged, result, "x", None)
@@ -126,7 +126,7 @@ def test_a_stale_writer_changes_nothing_after_its_lease_is_rescued(
     assert rescue(app) == 1  # a crashed attempt; the delivery is due again at once
     event_id = stale.event.id
     assert app.store.delivery_states(event_id) == [("charge", "pending", 1)]
-    late = AttemptResult("succeeded", clock.now())
+    late = Ending("succeeded", finished_at=clock.now())
     assert not app.store.complete(stale.lease, late)
     assert not app.store.retry(stale.lease, late, clock.now())
     assert not app.store.bury(stale.lease, late, "late", None)
@@ -150,8 +150,10 @@ def test_expired_lease_is_claimable_again_and_only_the_new_lease_counts(
     assert fresh.lease.delivery_id == stale.lease.delivery_id
     assert fresh.lease.token != stale.lease.token
     assert fresh.attempt == 2
-    assert not app.store.complete(stale.lease, AttemptResult("failed", clock.now(), "old"))
-    assert app.store.complete(fresh.lease, AttemptResult("succeeded", clock.now()))
+    assert not app.store.complete(
+        stale.lease, Ending("failed", finished_at=clock.now(), error="old")
+    )
+    assert app.store.complete(fresh.lease, Ending("succeeded", finished_at=clock.now()))
     assert app.store.delivery_states(fresh.event.id) == [("charge", "succeeded", 2)]
     outcomes = [
         (a["number"], a["worker"], a["outcome"]) for a in app.store.attempts(fresh.event.id)
@@ -341,7 +343,7 @@ def test_claim_respects_max_instances_without_starving_other_functions(
     assert sorted(c.function for c in first) == ["bulk", "bulk", "charge"]
     assert claim(app, limit=8, caps=caps) == []  # bulk is at its cap
     bulk_lease = next(c.lease for c in first if c.function == "bulk")
-    assert app.store.complete(bulk_lease, AttemptResult("succeeded", clock.now()))
+    assert app.store.complete(bulk_lease, Ending("succeeded", finished_at=clock.now()))
     assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk"]
     clock.advance(LEASE)  # running deliveries whose lease ran out do not hold a slot
     assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk", "bulk"]

@@ -14,7 +14,7 @@ import pytest
 from oncefire import App, RetryPolicy, documents
 from oncefire.errors import StoreError
 from oncefire.events import Event
-from oncefire.stores.base import AttemptResult, Lease
+from oncefire.stores.base import Ending, Lease
 from oncefire.testing import TestClock
 
 WAIT = 10.0
@@ -62,7 +62,7 @@ def test_a_record_the_store_refused_counts_as_permanent_not_as_a_failure(
     store: Any = app.store
     real_retry = store.retry
 
-    def refusing_retry(lease: Lease, result: AttemptResult, run_at: float) -> bool:
+    def refusing_retry(lease: Lease, result: Ending, run_at: float) -> bool:
         if "unrecordable" in (result.error or ""):
             raise StoreError("The store refused this record.")
         return bool(real_retry(lease, result, run_at))

@@ -18,7 +18,7 @@ from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
 from oncefire.stores import migrations, postgres_listener, queries
-from oncefire.stores.base import AttemptResult, DeadLetterFilter, FunctionRecord, Lease
+from oncefire.stores.base import DeadLetterFilter, Ending, FunctionRecord, Lease
 from oncefire.stores.postgres import PostgresStore
 
 NOW = 1_800_000_000.0
@@ -129,13 +129,13 @@ def test_notifications_carry_delivery_ids_and_only_for_work_due_now(
     [note] = admin.notifies(timeout=2, stop_after=1)
     [first] = take(store, NOW)
     assert note.payload == str(first.delivery_id)  # ids only, never data
-    assert store.retry(first, AttemptResult("failed", NOW, "boom"), NOW + 60)
+    assert store.retry(first, Ending("failed", finished_at=NOW, error="boom"), NOW + 60)
     assert list(admin.notifies(timeout=0.2)) == []  # due in a minute: nobody to wake yet
     [second] = take(store, NOW + 60)
-    assert store.retry(second, AttemptResult("failed", NOW + 60, "boom"), NOW + 60)
+    assert store.retry(second, Ending("failed", finished_at=NOW + 60, error="boom"), NOW + 60)
     assert [n.payload for n in admin.notifies(timeout=2, stop_after=1)] == [note.payload]
     [third] = take(store, NOW + 60)
-    assert store.bury(third, AttemptResult("failed", NOW + 60, "boom"), "boom", None)
+    assert store.bury(third, Ending("failed", finished_at=NOW + 60, error="boom"), "boom", None)
     assert store.replay(DeadLetterFilter(), NOW + 61, None) == 1
     assert [n.payload for n in admin.notifies(timeout=2, stop_after=1)] == [note.payload]
 
@@ -488,7 +488,7 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
         return []
 
     monkeypatch.setattr(store.pool, "run", run)
-    store.complete_many([(c.lease, AttemptResult("succeeded", NOW + 1)) for c in claimed])
+    store.complete_many([(c.lease, Ending("succeeded", finished_at=NOW + 1)) for c in claimed])
     monkeypatch.undo()
     [(query, args)] = sent
     plan = "\n".join(str(r[0]) for r in admin.execute(f"EXPLAIN {query}", args))  # type: ignore[call-overload]

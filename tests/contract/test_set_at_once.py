@@ -13,8 +13,8 @@ from typing import Any, cast
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.conftest import postgres_url, reset_postgres
 
-from conftest import postgres_url, reset_postgres
 from oncefire import App, codec
 from oncefire.events import Event
 from oncefire.testing import TestClock

@@ -6,7 +6,7 @@ import pytest
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.stores.base import AttemptResult, Claimed, Lease
+from oncefire.stores.base import Claimed, Ending, Lease
 
 
 def claim_all(app: App) -> list[Claimed]:
@@ -35,18 +35,20 @@ def states(app: App, items: list[Claimed]) -> list[str]:
 
 
 def test_calls_inside_a_batch_commit_together(app: App, claimed: list[Claimed]) -> None:
-    done = AttemptResult("succeeded", app.clock.now())
+    done = Ending("succeeded", finished_at=app.clock.now())
     with app.store.batch():
         assert app.store.complete(claimed[0].lease, done)
-        assert app.store.retry(claimed[1].lease, AttemptResult("failed", 0, "x"), 99.0)
-        assert app.store.bury(claimed[2].lease, AttemptResult("failed", 0, "x"), "x", None)
+        assert app.store.retry(claimed[1].lease, Ending("failed", finished_at=0, error="x"), 99.0)
+        assert app.store.bury(
+            claimed[2].lease, Ending("failed", finished_at=0, error="x"), "x", None
+        )
         with app.store.batch():  # a nested batch joins the outer one
             assert not app.store.complete(claimed[0].lease, done)  # guards still hold
     assert states(app, claimed) == ["succeeded", "pending", "dead"]
 
 
 def test_an_error_inside_a_batch_rolls_back_every_call(app: App, claimed: list[Claimed]) -> None:
-    done = AttemptResult("succeeded", app.clock.now())
+    done = Ending("succeeded", finished_at=app.clock.now())
     with pytest.raises(RuntimeError), app.store.batch():
         assert app.store.complete(claimed[0].lease, done)
         assert app.store.complete(claimed[1].lease, done)
@@ -64,9 +66,12 @@ def test_complete_many_completes_the_leases_still_held_and_nothing_else(
     now = app.clock.now()
     done = app.store.complete_many(
         [
-            (claimed[0].lease, AttemptResult("succeeded", now + 2, None, now + 1)),
-            (claimed[1].lease, AttemptResult("succeeded", now + 3)),
-            (stale, AttemptResult("succeeded", now + 3)),
+            (
+                claimed[0].lease,
+                Ending("succeeded", finished_at=now + 2, error=None, started_at=now + 1),
+            ),
+            (claimed[1].lease, Ending("succeeded", finished_at=now + 3)),
+            (stale, Ending("succeeded", finished_at=now + 3)),
         ]
     )
     assert done == {claimed[0].lease.delivery_id, claimed[1].lease.delivery_id}

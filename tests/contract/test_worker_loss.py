@@ -20,7 +20,7 @@ from oncefire import App, Retry, RetryPolicy
 from oncefire import execution as execution_module
 from oncefire.errors import ConfigError, StoreError, StoreUnavailableError
 from oncefire.events import Event
-from oncefire.stores.base import AttemptResult, Lease
+from oncefire.stores.base import Ending, Lease
 from oncefire.testing import TestClock
 from oncefire.triggers import Options, Trigger
 from oncefire.worker import Worker
@@ -188,7 +188,7 @@ def test_a_record_the_store_still_refuses_is_a_dead_letter_and_its_mates_are_rec
     store: Any = app.store
     real_retry = store.retry
 
-    def refusing_retry(lease: Lease, result: AttemptResult, run_at: float) -> bool:
+    def refusing_retry(lease: Lease, result: Ending, run_at: float) -> bool:
         if "unrecordable" in (result.error or ""):
             raise StoreError("The store refused this record.")
         return bool(real_retry(lease, result, run_at))
@@ -220,7 +220,7 @@ def test_a_record_cut_off_by_an_unavailable_store_is_recorded_later_not_buried(
     real_retry = store.retry
     outages = [2]  # the next two records meet a store that is down
 
-    def unavailable_then_real(lease: Lease, result: AttemptResult, run_at: float) -> bool:
+    def unavailable_then_real(lease: Lease, result: Ending, run_at: float) -> bool:
         if outages[0] > 0:
             outages[0] -= 1
             raise StoreUnavailableError("The store is unavailable: the server is restarting.")

@@ -25,10 +25,10 @@ import pytest
 from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent, ttl
 from oncefire.errors import EventNotFoundError
 from oncefire.events import Event
-from oncefire.execution import Ending, record
+from oncefire.execution import record
 from oncefire.retry import Outcome
 from oncefire.stores import faults
-from oncefire.stores.base import Claimed
+from oncefire.stores.base import Claimed, Ending
 from oncefire.testing import TestClock
 
 LEASE = 30.0

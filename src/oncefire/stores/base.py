@@ -18,9 +18,9 @@ from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
 from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
-from oncefire.stores.records import AttemptResult as AttemptResult
 from oncefire.stores.records import Catalog as Catalog
 from oncefire.stores.records import Claimed as Claimed
+from oncefire.stores.records import Ending as Ending
 from oncefire.stores.records import Fanout as Fanout
 from oncefire.stores.records import FunctionCounts as FunctionCounts
 from oncefire.stores.records import FunctionRecord as FunctionRecord
@@ -200,20 +200,18 @@ class Store(Protocol):
     ) -> None:
         """Set computed ordering keys; make those that have an error instead dead letters."""
 
-    def complete(self, lease: Lease, result: AttemptResult) -> bool: ...
+    def complete(self, lease: Lease, result: Ending) -> bool: ...
 
-    def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
         """complete() for many deliveries at once; the ids of those whose lease still held."""
 
-    def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool: ...
+    def retry(self, lease: Lease, result: Ending, run_at: float) -> bool: ...
 
-    def bury(
-        self, lease: Lease, result: AttemptResult, error: str | None, truncated: str | None
-    ) -> bool:
+    def bury(self, lease: Lease, result: Ending, error: str | None, truncated: str | None) -> bool:
         """Make a delivery dead; truncated, if given, replaces its stored payload."""
 
     def forward(
-        self, lease: Lease, result: AttemptResult, event: StoredEvent, functions: Sequence[str]
+        self, lease: Lease, result: Ending, event: StoredEvent, functions: Sequence[str]
     ) -> bool:
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
 

@@ -22,7 +22,7 @@ from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import AttemptResult, Claimed, Lease, error_group_of
+from oncefire.stores.base import Claimed, Ending, Lease, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row
 from oncefire.stores.sql_store import SqlStore
@@ -46,7 +46,7 @@ from oncefire.stores.rate_buckets import Buckets
 SQL = queries.load("postgres")
 
 
-def _ending(lease: Lease, result: AttemptResult, **more: Any) -> dict[str, Any]:
+def _ending(lease: Lease, result: Ending, **more: Any) -> dict[str, Any]:
     """The parameters of a statement that ends a delivery under lease and writes its attempt."""
     return {
         "id": lease.delivery_id,
@@ -271,11 +271,11 @@ class PostgresStore(SqlStore):
         running = {r[0]: int(r[1]) for r in rows}
         return {name: caps[name] - running.get(name, 0) for name in names}
 
-    def complete(self, lease: Lease, result: AttemptResult) -> bool:
+    def complete(self, lease: Lease, result: Ending) -> bool:
         """Make a delivery succeeded and write its attempt, in one statement."""
         return len(self._pooled.fetch("end_succeeded", _ending(lease, result))) == 1
 
-    def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
         """complete() for many deliveries in one statement; the ids whose lease still held."""
         if not items:
             return set()
@@ -291,14 +291,12 @@ class PostgresStore(SqlStore):
         }
         return {int(r[0]) for r in self._pooled.fetch("end_succeeded_many", args)}
 
-    def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
+    def retry(self, lease: Lease, result: Ending, run_at: float) -> bool:
         """Make a delivery pending again, due at run_at (a retry due at once wakes a worker)."""
-        args = _ending(lease, result, run_at=run_at, is_due=run_at <= result.finished_at)
+        args = _ending(lease, result, run_at=run_at, is_due=run_at <= result.end)
         return len(self._pooled.fetch("end_retried", args)) == 1
 
-    def bury(
-        self, lease: Lease, result: AttemptResult, error: str | None, truncated: str | None
-    ) -> bool:
+    def bury(self, lease: Lease, result: Ending, error: str | None, truncated: str | None) -> bool:
         """Make a delivery dead; truncated, if given, replaces its stored payload."""
         args = _ending(
             lease,
@@ -311,7 +309,7 @@ class PostgresStore(SqlStore):
         return len(self._pooled.fetch("end_dead", args)) == 1
 
     def forward(
-        self, lease: Lease, result: AttemptResult, event: StoredEvent, functions: Sequence[str]
+        self, lease: Lease, result: Ending, event: StoredEvent, functions: Sequence[str]
     ) -> bool:
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
         with self._write() as st:

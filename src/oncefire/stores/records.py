@@ -73,16 +73,26 @@ class Claimed:
 
 
 @dataclass(frozen=True, slots=True)
-class AttemptResult:
-    """How one attempt ended, as recorded in the attempts table."""
+class Ending:
+    """How an attempt ended: made when its function returns or raises (or cannot start), and
+    completed by the worker (its end time, its error made storable) before the store writes
+    it as the attempt's row."""
 
-    outcome: str
-    finished_at: float
+    outcome: str  # an Outcome
     error: str | None = None
-    started_at: float | None = None  # when the function started; None keeps the claim time
-    cpu_seconds: float | None = None  # CPU time of the function's thread; None: not measured
-    reads: int | None = None  # documents the function read (oncefire.usage); None: not counted
-    writes: int | None = None  # writes the function made; None: not counted
+    requested_delay: float | None = None  # the delay a Retry asked for
+    started_at: float | None = None  # by the app's clock; None: when it was leased
+    finished_at: float | None = None  # by the app's clock; None: when it is written
+    cpu_seconds: float | None = None  # CPU time of the call's thread; None: not measured
+    reads: int | None = None  # documents the function read (oncefire.usage); None: not run
+    writes: int | None = None  # writes the function made; None: not run
+
+    @property
+    def end(self) -> float:
+        """finished_at, which the worker sets before the store writes the ending."""
+        if self.finished_at is None:
+            raise ValueError("an ending is written with its end time")
+        return self.finished_at
 
 
 @dataclass(frozen=True, slots=True)

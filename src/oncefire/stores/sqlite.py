@@ -18,7 +18,7 @@ from oncefire.errors import ConfigError, SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import AttemptResult, Claimed, FunctionRecord, Lease, error_group_of
+from oncefire.stores.base import Claimed, Ending, FunctionRecord, Lease, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, SqliteStatements
 from oncefire.stores.filewatch import FileWatch
@@ -241,7 +241,7 @@ class SqliteStore(SqlStore):
         return {name: cap - running.get(name, 0) for name, cap in caps.items()}
 
     def _end(
-        self, st: SqliteStatements, name: str, lease: Lease, result: AttemptResult, **args: Any
+        self, st: SqliteStatements, name: str, lease: Lease, result: Ending, **args: Any
     ) -> bool:
         """End a running delivery held by lease with statement `name`, and write its attempt;
         False (nothing written) when the lease is no longer held."""
@@ -255,18 +255,18 @@ class SqliteStore(SqlStore):
         write_attempts(st, ended, {lease.delivery_id: result})
         return bool(ended)
 
-    def complete(self, lease: Lease, result: AttemptResult) -> bool:
+    def complete(self, lease: Lease, result: Ending) -> bool:
         """Make a delivery succeeded."""
         with self._write() as st:
             return self._end(st, "end_succeeded", lease, result)
 
-    def complete_many(self, items: Sequence[tuple[Lease, AttemptResult]]) -> set[int]:
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
         """complete() for many deliveries; the ids of those whose lease still held."""
         by_token: dict[str, list[int]] = {}
         latest: dict[str, float] = {}
         for lease, result in items:
             by_token.setdefault(lease.token, []).append(lease.delivery_id)
-            latest[lease.token] = max(latest.get(lease.token, 0.0), result.finished_at)
+            latest[lease.token] = max(latest.get(lease.token, 0.0), result.end)
         results = {lease.delivery_id: result for lease, result in items}
         ended: list[Row] = []
         with self._write() as st:
@@ -276,15 +276,13 @@ class SqliteStore(SqlStore):
             write_attempts(st, ended, results)
         return {row[0] for row in ended}
 
-    def retry(self, lease: Lease, result: AttemptResult, run_at: float) -> bool:
+    def retry(self, lease: Lease, result: Ending, run_at: float) -> bool:
         """Make a delivery pending again, due at run_at."""
         with self._write() as st:
             args = {"run_at": run_at, "error": result.error, "outcome": result.outcome}
             return self._end(st, "end_retried", lease, result, **args)
 
-    def bury(
-        self, lease: Lease, result: AttemptResult, error: str | None, truncated: str | None
-    ) -> bool:
+    def bury(self, lease: Lease, result: Ending, error: str | None, truncated: str | None) -> bool:
         """Make a delivery dead; truncated, if given, replaces its stored payload."""
         with self._write() as st:
             done = self._end(
@@ -302,7 +300,7 @@ class SqliteStore(SqlStore):
             return done
 
     def forward(
-        self, lease: Lease, result: AttemptResult, event: StoredEvent, functions: Sequence[str]
+        self, lease: Lease, result: Ending, event: StoredEvent, functions: Sequence[str]
     ) -> bool:
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
         with self._write() as st:

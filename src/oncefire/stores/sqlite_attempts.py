@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from oncefire import buckets
 from oncefire.events import StoredEvent
-from oncefire.stores.base import AttemptResult, Claimed, Lease
+from oncefire.stores.base import Claimed, Ending, Lease
 from oncefire.stores.connection import Row, SqliteStatements
 
 
 def write_attempts(
-    st: SqliteStatements, ended: Sequence[Row], results: Mapping[int, AttemptResult]
+    st: SqliteStatements, ended: Sequence[Row], results: Mapping[int, Ending]
 ) -> None:
     """The attempt rows of deliveries that just ended: an attempt is written once, when
     it ends; until then its delivery tells of it."""
