@@ -1,4 +1,4 @@
-"""The Event a function receives for a claimed delivery, built from the stored event."""
+"""The Event a function receives for a leased delivery, built from the stored event."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import UndecodablePayloadError
 from oncefire.events import Event, view_of
-from oncefire.stores.base import Claimed
+from oncefire.stores.base import Leased
 from oncefire.triggers import Trigger
 
 
-def build_event(trigger: Trigger, claimed: Claimed) -> Event:
-    """The Event object a function receives for a claimed delivery."""
-    stored = claimed.event
+def build_event(trigger: Trigger, leased: Leased) -> Event:
+    """The Event object a function receives for a leased delivery."""
+    stored = leased.event
     if isinstance(stored.data, codec.Undecodable):
         raise UndecodablePayloadError(f"The event's payload cannot be decoded: {stored.data.error}")
     return Event(
@@ -22,7 +22,7 @@ def build_event(trigger: Trigger, claimed: Claimed) -> Event:
         time=to_datetime(stored.time),
         data=view_of(stored, as_change=trigger.is_change),
         params=trigger.params_of(stored),
-        attempt=claimed.attempt,
+        attempt=leased.attempt,
         size=stored.size,
         function=trigger.name,
         raw=stored.data,

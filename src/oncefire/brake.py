@@ -1,5 +1,5 @@
 """The brake: enforces per-function budgets (budgets.py: `budget="5000/day"`, or a failure-rate
-trip), fires their alerts, and keeps the paused set a worker leaves out of its claims. A paused
+trip), fires their alerts, and keeps the paused set a worker leaves out of its leases. A paused
 function keeps its deliveries pending; nothing of it runs."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ FAILURE_REASON = "failure rate"
 
 
 class Brake:
-    """What a worker may claim: its functions minus the paused ones, each budgeted function
+    """What a worker may lease: its functions minus the paused ones, each budgeted function
     capped at what is left of its budget (tripping it pauses the function and alerts once)."""
 
     def __init__(self, rt: Runtime, functions: Sequence[str]) -> None:

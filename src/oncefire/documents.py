@@ -41,7 +41,7 @@ class Transaction:
     def get(self, ref: DocumentReference) -> DocumentSnapshot:
         """Read a document inside the transaction."""
         usage.count_reads(1)
-        return DocumentSnapshot.from_record(ref.path, self._check().get_document(ref.path))
+        return DocumentSnapshot.from_stored(ref.path, self._check().get_document(ref.path))
 
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
@@ -102,7 +102,7 @@ class Transaction:
         is_new = tx.claim_key(key, now, now + ttl)
         current = CURRENT_EVENT.get()
         if not is_new and current is not None:
-            tx.record_dedupe(current.function, now)
+            tx.count_dedupe_hit(current.function, now)
         return is_new
 
     def publish(self, topic: str, data: Any, attributes: dict[str, str] | None = None) -> str:
@@ -211,7 +211,7 @@ class DocumentReference:
         """The document now (exists=False if missing)."""
         usage.count_reads(1)
         with self._db.reading() as tx:
-            return DocumentSnapshot.from_record(self.path, tx.get_document(self.path))
+            return DocumentSnapshot.from_stored(self.path, tx.get_document(self.path))
 
     def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace the document, with its events, in one transaction."""

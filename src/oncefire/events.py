@@ -74,7 +74,7 @@ class DocumentSnapshot:
         return _deep_copy(value)
 
     @classmethod
-    def from_record(cls, path: str, record: dict[str, Any] | None) -> DocumentSnapshot:
+    def from_stored(cls, path: str, record: dict[str, Any] | None) -> DocumentSnapshot:
         """A snapshot from the stored form {'data', 'create_time', 'update_time'} or None."""
         if record is None:
             return cls(path, False)
@@ -153,8 +153,8 @@ def view_of(event: StoredEvent, *, as_change: bool = False) -> Any:
     """What `event.data` is for a function: snapshot, change, message or tick payload."""
     data = event.data
     if event.type in DOCUMENT_TYPES:
-        before = DocumentSnapshot.from_record(event.source, data.get("before"))
-        after = DocumentSnapshot.from_record(event.source, data.get("after"))
+        before = DocumentSnapshot.from_stored(event.source, data.get("before"))
+        after = DocumentSnapshot.from_stored(event.source, data.get("after"))
         if as_change:
             return Change(before, after)
         if event.type == EventType.DOCUMENT_CREATED:

@@ -1,4 +1,4 @@
-"""One attempt: build the event a function sees, run it, classify how it ended, record it."""
+"""One attempt: build the event a function sees, run it, classify how it ended, write it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from oncefire.errors import (
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
 from oncefire.retry import Outcome, decide
 from oncefire.runtime import CURRENT_RUNTIME
-from oncefire.stores.base import Claimed, Ending
+from oncefire.stores.base import Ending, Leased
 from oncefire.usage import CURRENT_OPS, StoreOps
 
 if TYPE_CHECKING:
@@ -156,28 +156,28 @@ class EventLoopThread:
             )
 
 
-def expiry_error(trigger: Trigger, claimed: Claimed) -> str | None:
+def expiry_error(trigger: Trigger, leased: Leased) -> str | None:
     """Why a delivery is too old to run (max_event_age), or None."""
     limit = trigger.options.max_event_age
     # A person's replay of a dead letter gives the event a fresh allowance.
-    age = claimed.started_at - max(claimed.event.time, claimed.replayed_at or 0.0)
+    age = leased.started_at - max(leased.event.time, leased.replayed_at or 0.0)
     if limit is not None and age > limit:
         return (
-            f"event expired: {age:.1f} s old at attempt {claimed.attempt}, max_event_age {limit} s"
+            f"event expired: {age:.1f} s old at attempt {leased.attempt}, max_event_age {limit} s"
         )
     return None
 
 
-def _log(trigger: Trigger, claimed: Claimed, what: str, *, level: int = logging.INFO) -> None:
+def _log(trigger: Trigger, leased: Leased, what: str, *, level: int = logging.INFO) -> None:
     # Successes log at DEBUG: a line per event would cost a busy worker more than its work.
     log.log(
         level,
         "%s attempt %d of event %s: %s",
         trigger.name,
-        claimed.attempt,
-        claimed.event.id,
+        leased.attempt,
+        leased.event.id,
         what,
-        extra={"delivery_id": claimed.lease.delivery_id, "function": trigger.name},
+        extra={"delivery_id": leased.lease.delivery_id, "function": trigger.name},
     )
 
 
@@ -189,142 +189,144 @@ def _finished_at(rt: Runtime, ending: Ending) -> float:
     return rt.clock.now() if ending.finished_at is None else ending.finished_at
 
 
-def record_each(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> Counter[str]:
-    """Record endings one transaction each, after a batch of them failed: one that still
-    cannot be recorded becomes a dead letter with the reason, so its batch-mates never run
+def write_each(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) -> Counter[str]:
+    """Write endings one transaction each, after a batch of them failed: one that still
+    cannot be written becomes a dead letter with the reason, so its batch-mates never run
     again because of it. Raises StoreError if even that fails (the store is down). Returns
-    the outcomes recorded (a dead letter made so counts as permanent)."""
-    recorded: Counter[str] = Counter()
-    for trigger, claimed, ending in items:
+    the outcomes written (a dead letter made so counts as permanent)."""
+    written: Counter[str] = Counter()
+    for trigger, leased, ending in items:
         try:
             with rt.store.batch():
-                if record(rt, trigger, claimed, ending):
-                    recorded[ending.outcome] += 1
+                if write_ending(rt, trigger, leased, ending):
+                    written[ending.outcome] += 1
         except StoreUnavailableError:
-            raise  # the store, not this record: recorded when it is back (the worker retries)
+            raise  # the store, not this write: written when it is back (the worker retries)
         except Exception as exc:
             reason = storable(
-                f"oncefire could not record attempt {claimed.attempt} "
+                f"oncefire could not write attempt {leased.attempt} "
                 f"({ending.outcome}): {type(exc).__name__}: {exc}"
             )
             result = Ending(Outcome.PERMANENT, reason, finished_at=_finished_at(rt, ending))
             with rt.store.batch():
-                is_buried = rt.store.bury(claimed.lease, result, reason, None)
+                is_buried = rt.store.bury(leased.lease, result, reason, None)
             if is_buried:
-                recorded[Outcome.PERMANENT] += 1
-                _log(trigger, claimed, f"{reason}; dead letter", level=logging.ERROR)
-    return recorded
+                written[Outcome.PERMANENT] += 1
+                _log(trigger, leased, f"{reason}; dead letter", level=logging.ERROR)
+    return written
 
 
-def record_many(rt: Runtime, items: Sequence[tuple[Trigger, Claimed, Ending]]) -> Counter[str]:
-    """Record many endings in one store transaction; successes in one statement. Returns
-    the outcomes recorded: an ending whose lease was lost is not."""
-    recorded: Counter[str] = Counter()
+def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) -> Counter[str]:
+    """Write many endings in one store transaction; successes in one statement. Returns
+    the outcomes written: an ending whose lease was lost is not."""
+    written: Counter[str] = Counter()
     successes = [item for item in items if item[2].outcome == Outcome.SUCCEEDED]
     with rt.store.batch():
         if successes:
             done = rt.store.complete_many(
                 [
                     (
-                        claimed.lease,
+                        leased.lease,
                         replace(ending, error=None, finished_at=_finished_at(rt, ending)),
                     )
-                    for _, claimed, ending in successes
+                    for _, leased, ending in successes
                 ]
             )
-            for trigger, claimed, _ in successes:
-                if claimed.lease.delivery_id in done:
-                    recorded[Outcome.SUCCEEDED] += 1
-                    _log(trigger, claimed, "succeeded", level=logging.DEBUG)
+            for trigger, leased, _ in successes:
+                if leased.lease.delivery_id in done:
+                    written[Outcome.SUCCEEDED] += 1
+                    _log(trigger, leased, "succeeded", level=logging.DEBUG)
                 else:
-                    _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
-        for trigger, claimed, ending in items:
-            if ending.outcome is not Outcome.SUCCEEDED and record(rt, trigger, claimed, ending):
-                recorded[ending.outcome] += 1
-    return recorded
+                    _log(trigger, leased, LEASE_LOST, level=logging.WARNING)
+        for trigger, leased, ending in items:
+            if ending.outcome is not Outcome.SUCCEEDED and write_ending(
+                rt, trigger, leased, ending
+            ):
+                written[ending.outcome] += 1
+    return written
 
 
 LEASE_LOST = "lease lost, result discarded"
 
 
-def record(rt: Runtime, trigger: Trigger, claimed: Claimed, ending: Ending) -> bool:
-    """Apply the retry rules to an ending and record it; False if the lease was lost."""
+def write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending) -> bool:
+    """Apply the retry rules to an ending and write it; False if the lease was lost."""
     ending = replace(ending, error=storable(ending.error))
     now = _finished_at(rt, ending)
     decision = decide(
         Outcome(ending.outcome),
-        attempt=claimed.attempt,
+        attempt=leased.attempt,
         now=now,
         policy=trigger.options.retry_policy,
         is_retry_enabled=trigger.options.retry,
         error=ending.error,
         requested_delay=ending.requested_delay,
-        is_oversized=claimed.event.size > rt.settings.max_payload_bytes,
+        is_oversized=leased.event.size > rt.settings.max_payload_bytes,
     )
     result = replace(ending, finished_at=now)
-    lease = claimed.lease
+    lease = leased.lease
     parked_as = "dead letter"
     if decision.state == "succeeded":
-        is_recorded = rt.store.complete(lease, result)
+        is_written = rt.store.complete(lease, result)
     elif decision.state == "pending":
         assert decision.run_at is not None
-        is_recorded = rt.store.retry(lease, result, decision.run_at)
+        is_written = rt.store.retry(lease, result, decision.run_at)
     else:  # a dead letter (full payload kept), or forwarded when something receives it
-        is_recorded, parked_as = parking.park(
+        is_written, parked_as = parking.park(
             rt.store,
             trigger,
-            claimed,
+            leased,
             result,
             storable(decision.error),
             may_forward=not decision.truncate,
             now=rt.clock.now(),
         )
-    if not is_recorded:
-        _log(trigger, claimed, LEASE_LOST, level=logging.WARNING)
+    if not is_written:
+        _log(trigger, leased, LEASE_LOST, level=logging.WARNING)
     elif decision.state == "pending":
         wait = (decision.run_at or now) - now
         what = f"{ending.outcome}: {_first_line(ending.error)}; next attempt in {wait:.1f} s"
-        _log(trigger, claimed, what, level=logging.WARNING)  # seen with no logging set up
+        _log(trigger, leased, what, level=logging.WARNING)  # seen with no logging set up
     elif decision.state == "dead":
         what = f"{ending.outcome}: {_first_line(decision.error)}; {parked_as}"
-        _log(trigger, claimed, what, level=logging.WARNING)
+        _log(trigger, leased, what, level=logging.WARNING)
     else:
-        _log(trigger, claimed, "succeeded", level=logging.DEBUG)
-    return is_recorded
+        _log(trigger, leased, "succeeded", level=logging.DEBUG)
+    return is_written
 
 
-def prepare(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending | tuple[float, Event]:
+def prepare(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending | tuple[float, Event]:
     """(start time, event) of an attempt, or the ending of one that cannot start: too old
     (max_event_age), or an error outside the function, a failed attempt with its cause."""
     try:
-        expired = expiry_error(trigger, claimed)
+        expired = expiry_error(trigger, leased)
         if expired is not None:
             return Ending(Outcome.EXPIRED, expired)
-        return rt.clock.now(), build_event(trigger, claimed)
+        return rt.clock.now(), build_event(trigger, leased)
     except UndecodablePayloadError as exc:  # the same bytes will never decode: no retry
         return Ending(Outcome.PERMANENT, describe(exc))
     except Exception as exc:
         return outside_failure(exc)
 
 
-def run(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending:
-    """Run one claimed delivery to its end (expiry checked first); the caller records it."""
-    prepared = prepare(rt, trigger, claimed)
+def run(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending:
+    """Run one leased delivery to its end (expiry checked first); the caller writes it."""
+    prepared = prepare(rt, trigger, leased)
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.running(claimed.event, rt.settings.max_event_depth):  # what it writes
+    with lineage.running(leased.event, rt.settings.max_event_depth):  # what it writes
         ending = call(rt, trigger, event)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 
 
-async def run_async(rt: Runtime, trigger: Trigger, claimed: Claimed) -> Ending:
+async def run_async(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending:
     """run() for an async function, on the worker's event loop."""
-    prepared = prepare(rt, trigger, claimed)
+    prepared = prepare(rt, trigger, leased)
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.running(claimed.event, rt.settings.max_event_depth):  # this task's context
+    with lineage.running(leased.event, rt.settings.max_event_depth):  # this task's context
         ending = await call_async(rt, trigger, event)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 

@@ -21,7 +21,7 @@ from oncefire import execution
 from oncefire.errors import StoreError
 from oncefire.execution import EventLoopThread
 from oncefire.retry import Outcome
-from oncefire.stores.base import Claimed, Ending, Lease
+from oncefire.stores.base import Ending, Lease, Leased
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("oncefire.worker")
 
 # An async attempt past its timeout gets this much longer before the worker counts it as
-# overdue, so that its own cancellation is recorded first; a sync one cannot be cancelled.
+# overdue, so that its own cancellation is written first; a sync one cannot be cancelled.
 TIMEOUT_GRACE = 0.5
 
 
@@ -57,25 +57,25 @@ class DrainSummary:
 class Flight:
     """A delivery whose function runs on this worker."""
 
-    claimed: Claimed
+    leased: Leased
     trigger: Trigger
     deadline: float
     started: float  # time.monotonic() at its start
     is_settled: bool = False  # its result no longer counts: its lease was lost
-    is_overdue: bool = False  # still running past its deadline: recorded when it ends
+    is_overdue: bool = False  # still running past its deadline: written when it ends
 
     def log_extra(self) -> dict[str, object]:
         """The fields a log line about this attempt carries."""
-        return {"delivery_id": self.claimed.lease.delivery_id, "function": self.trigger.name}
+        return {"delivery_id": self.leased.lease.delivery_id, "function": self.trigger.name}
 
 
 class Flights:
-    """The attempts running on one worker, and those that ended but are not recorded yet."""
+    """The attempts running on one worker, and those that ended but are not written yet."""
 
     def __init__(self, rt: Runtime, concurrency: int) -> None:
         self.rt = rt
         self.running: dict[Future[Ending], Flight] = {}
-        self.ended: list[tuple[Flight, Ending]] = []  # ended, not recorded yet
+        self.ended: list[tuple[Flight, Ending]] = []  # ended, not written yet
         self.first_ended_at = 0.0  # time.monotonic() when the oldest of `ended` ended
         self.mean_duration: float | None = None  # of recent attempts, in seconds
         # Ended futures, with when they ended.
@@ -83,12 +83,12 @@ class Flights:
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="oncefire-attempt")
         self._loop: EventLoopThread | None = None  # started with the first async attempt
 
-    def ended_items(self) -> list[tuple[Trigger, Claimed, Ending]]:
-        """What recording the ended attempts needs: (trigger, delivery, ending) each."""
-        return [(flight.trigger, flight.claimed, ending) for flight, ending in self.ended]
+    def ended_items(self) -> list[tuple[Trigger, Leased, Ending]]:
+        """What writing the ended attempts needs: (trigger, delivery, ending) each."""
+        return [(flight.trigger, flight.leased, ending) for flight, ending in self.ended]
 
-    def start(self, item: Claimed) -> None:
-        """Start the function of a claimed delivery (marked started in the store)."""
+    def start(self, item: Leased) -> None:
+        """Start the function of a leased delivery (marked started in the store)."""
         trigger = self.rt.triggers[item.function]
         started = time.monotonic()
         future: Future[Ending]
@@ -106,7 +106,7 @@ class Flights:
         future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
 
     def collect(self, timeout: float) -> int:
-        """Wait up to timeout for attempts to end and set them aside for recording; how many
+        """Wait up to timeout for attempts to end and set them aside for writing; how many
         ended."""
         if not self.running:
             return 0
@@ -134,7 +134,7 @@ class Flights:
 
     def newly_overdue(self) -> list[Flight]:
         """Mark the attempts that just ran past their deadline overdue, and return them. They
-        are not recorded yet: each keeps its lease and its max_instances slot until its thread
+        are not written yet: each keeps its lease and its max_instances slot until its thread
         ends, so its retry can never run beside it."""
         now = time.monotonic()
         late = [
@@ -147,8 +147,8 @@ class Flights:
             log.warning(
                 "%s attempt %d of event %s ran past its timeout of %s s",
                 flight.trigger.name,
-                flight.claimed.attempt,
-                flight.claimed.event.id,
+                flight.leased.attempt,
+                flight.leased.event.id,
                 flight.trigger.options.timeout,
                 extra=flight.log_extra(),
             )
@@ -162,21 +162,21 @@ class Flights:
         """Discard the results of running attempts whose lease is not among those kept:
         another worker owns their deliveries now."""
         for flight in self.live():
-            if flight.claimed.lease not in kept:
+            if flight.leased.lease not in kept:
                 flight.is_settled = True
                 log.warning(
                     "%s lost the lease of delivery %d",
                     worker,
-                    flight.claimed.lease.delivery_id,
+                    flight.leased.lease.delivery_id,
                     extra=flight.log_extra(),
                 )
 
-    def record_overdue(self, worker: str) -> None:
-        """Record a timeout for each attempt still running past its deadline."""
+    def write_overdue(self, worker: str) -> None:
+        """Write a timeout for each attempt still running past its deadline."""
         for flight in [f for f in self.live() if f.is_overdue]:
             try:
                 ending = timeout_ending(flight.trigger)
-                execution.record(self.rt, flight.trigger, flight.claimed, ending)
+                execution.write_ending(self.rt, flight.trigger, flight.leased, ending)
             except StoreError as exc:
                 log.error("worker %s: %s; the lease will run out instead", worker, exc)
 
@@ -208,28 +208,28 @@ def ending_of(flight: Flight, future: Future[Ending]) -> Ending:
     return future.result()
 
 
-def record_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:
-    """Record ended attempts in one store transaction, or one at a time if that fails (one
-    record the store refuses must not roll back its batch-mates' forever); the outcomes
-    recorded."""
-    items = [(flight.trigger, flight.claimed, ending) for flight, ending in ended]
+def write_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:
+    """Write ended attempts in one store transaction, or one at a time if that fails (one
+    write the store refuses must not roll back its batch-mates' forever); the outcomes
+    written."""
+    items = [(flight.trigger, flight.leased, ending) for flight, ending in ended]
     try:
-        return execution.record_many(rt, items)
+        return execution.write_endings(rt, items)
     except Exception as exc:
-        log.warning("worker %s recording one attempt at a time: %s", worker, exc)
-        return execution.record_each(rt, items)
+        log.warning("worker %s writing one attempt at a time: %s", worker, exc)
+        return execution.write_each(rt, items)
 
 
 RESCUE_BATCH = 256  # leases re-leased to a rescuer per statement
 
 
 def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
-    """For each delivery whose lease ran out: record a crashed attempt (and retry or bury it)
+    """For each delivery whose lease ran out: write a crashed attempt (and retry or bury it)
     if its function was started, or hand it back uncounted if it never was or if it was marked
     started a wave ahead (then solo). Each is first
     re-leased to this worker in one atomic statement, so two rescuers never take the same
     delivery; batches are taken until none is left. Returns (leases that ran out, crashed
-    attempts recorded)."""
+    attempts written)."""
     taken = crashed = 0
     while True:
         now = rt.clock.now()
@@ -256,13 +256,13 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
                     Outcome.CRASHED,
                     f"worker died or stalled: lease ran out during attempt {item.attempt}",
                 )
-                crashed += execution.record(rt, rt.triggers[item.function], item, ending)
+                crashed += execution.write_ending(rt, rt.triggers[item.function], item, ending)
         if len(expired) < RESCUE_BATCH:
             return taken, crashed
 
 
 def hand_back(rt: Runtime, worker: str, leases: Sequence[Lease]) -> None:
-    """Hand back, uncounted, deliveries claimed here that never started."""
+    """Hand back, uncounted, deliveries leased here that never started."""
     if not leases:
         return
     try:

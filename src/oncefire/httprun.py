@@ -1,7 +1,7 @@
-"""One HTTP request's attempt: its event and delivery in the store, the call, its record.
+"""One HTTP request's attempt: its event and delivery in the store, the call, its ending written.
 
 The request is appended as an event with one delivery, which is leased by id at once (no
-worker claims HTTP functions) and completed when the caller has its answer, whatever the
+worker leases HTTP functions) and completed when the caller has its answer, whatever the
 outcome: the attempt row holds the outcome, and a failed request is never a dead letter
 (there is nothing to replay: the caller already has the error).
 """
@@ -22,7 +22,7 @@ from oncefire.execution import classify
 from oncefire.flights import worker_name
 from oncefire.retry import Outcome
 from oncefire.runtime import CURRENT_RUNTIME
-from oncefire.stores.base import Claimed, Ending
+from oncefire.stores.base import Ending, Leased
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -88,21 +88,21 @@ class Attempt:
 
     app: App
     trigger: Trigger
-    claimed: Claimed
+    leased: Leased
     event: Event
 
     def _end(self, outcome: str, error: str | None) -> None:
         now = self.app.clock.now()
-        result = Ending(outcome, finished_at=now, error=error, started_at=self.claimed.started_at)
-        if not self.app.store.complete(self.claimed.lease, result):
-            log.warning("the attempt of request %s was already recorded", self.event.id)
+        result = Ending(outcome, finished_at=now, error=error, started_at=self.leased.started_at)
+        if not self.app.store.complete(self.leased.lease, result):
+            log.warning("the attempt of request %s was already written", self.event.id)
 
     def succeeded(self) -> None:
-        """Record the attempt as succeeded."""
+        """Write the attempt as succeeded."""
         self._end(Outcome.SUCCEEDED, None)
 
     def timed_out(self) -> None:
-        """Record the attempt as timed out (the caller had a 504)."""
+        """Write the attempt as timed out (the caller had a 504)."""
         timeout = self.trigger.options.timeout
         log.warning(
             "%s request %s: timed out after %g s", self.trigger.name, self.event.id, timeout
@@ -110,7 +110,7 @@ class Attempt:
         self._end(Outcome.TIMEOUT, f"timed out after {timeout:g} s")
 
     def failed(self, exc: BaseException) -> str:
-        """Record the attempt of a function that raised; return its outcome."""
+        """Write the attempt of a function that raised; return its outcome."""
         ending = classify(self.trigger, exc)
         level = logging.INFO if ending.outcome is Outcome.PERMANENT else logging.ERROR
         log.log(
@@ -120,7 +120,7 @@ class Attempt:
             self.event.id,
             ending.outcome,
             exc_info=exc if level == logging.ERROR else None,
-            extra={"delivery_id": self.claimed.lease.delivery_id, "function": self.trigger.name},
+            extra={"delivery_id": self.leased.lease.delivery_id, "function": self.trigger.name},
         )
         self._end(ending.outcome, ending.error)
         return str(ending.outcome)
@@ -140,7 +140,7 @@ def start_attempt(app: App, trigger: Trigger, request: Request) -> Attempt:
         tx.append(stored, [], now, is_new=True, data_json=data_json)
         ids = tx.add_deliveries(stored.id, [trigger.name], now)
     lease_until = now + trigger.options.timeout + LEASE_MARGIN
-    claimed = store.claim(
+    leased = store.lease_due(
         worker=WORKER,
         now=now,
         lease_until=lease_until,
@@ -149,7 +149,7 @@ def start_attempt(app: App, trigger: Trigger, request: Request) -> Attempt:
         caps={},
         delivery_ids=ids,
     )
-    if not claimed:
+    if not leased:
         raise StoreError(f"The delivery of request {stored.id} could not be leased.")
     event = Event(
         id=stored.id,
@@ -163,7 +163,7 @@ def start_attempt(app: App, trigger: Trigger, request: Request) -> Attempt:
         function=trigger.name,
         raw=payload,
     )
-    return Attempt(app, trigger, claimed[0], event)
+    return Attempt(app, trigger, leased[0], event)
 
 
 def run_sync(attempt: Attempt) -> Any:
@@ -180,13 +180,13 @@ def run_sync(attempt: Attempt) -> Any:
 
 
 def sweep_crashed(app: App) -> int:
-    """Record as crashed the requests a stopped HTTP server left running; how many."""
+    """Write as crashed the requests a stopped HTTP server left running; how many."""
     names = [name for name, t in app.triggers.items() if t.kind == "http"]
     if not names:
         return 0
     now = app.clock.now()
     ended = 0
-    for claimed in app.store.take_expired_leases(now, now + app.settings.lease, names, 1000):
+    for leased in app.store.take_expired_leases(now, now + app.settings.lease, names, 1000):
         result = Ending(Outcome.CRASHED, finished_at=now, error=CRASHED_ERROR, started_at=None)
-        ended += app.store.complete(claimed.lease, result)
+        ended += app.store.complete(leased.lease, result)
     return ended

@@ -1,15 +1,15 @@
-"""@idempotent: side effects outside the store happen once per key, guarded by a leased claim.
+"""@idempotent: side effects outside the store happen once per key, guarded by a leased record.
 
 The whole state machine lives here; the store runs guarded one-statement operations on one
 record per function and key (stored as "function/key"), each committed on its own. A new
-key costs one statement to claim and one to complete; the other cases read the record too:
+key costs one statement to acquire and one to complete; the other cases read the record too:
 
-    absent / expired      -> claim (in progress, leased)        -> run
+    absent / expired      -> acquire (in progress, leased)      -> run
     completed, same hash  -> return the stored result            (a dedupe hit, no run)
     any, other hash       -> PayloadMismatchError                (permanent)
     in progress, live     -> ClaimHeldError                      (transient: retried later)
     in progress, expired  -> take over with a new token          -> run
-    run succeeded         -> completed (only if our token still holds the claim)
+    run succeeded         -> completed (only if our token still holds the record)
     run raised            -> record deleted (only if our token still holds it), error re-raised
 """
 
@@ -87,7 +87,7 @@ def check_registration(name: str, fn: Callable[..., Any], options: Options) -> N
         raise ConfigError(
             f"@idempotent(lease={spec.lease:g}) on {name!r} is shorter than the function's "
             f"timeout: use lease of at least {options.timeout:g} s, so a running attempt keeps "
-            "its claim."
+            "its record."
         )
 
 
@@ -98,7 +98,7 @@ def record_key(function: str, helper: str, key: str) -> str:
 
 def payload_hash(event: Event, owner: str = "") -> str:
     """A hash of the event's stored payload, whatever its key order (taken before the run),
-    and of the @idempotent function that claims it."""
+    and of the @idempotent function that acquires it."""
     return hashlib.sha256(codec.canonical([owner, event.raw]).encode()).hexdigest()
 
 
@@ -110,14 +110,14 @@ def _runtime() -> Runtime:
 
 
 @dataclass(frozen=True, slots=True)
-class _Claim:
+class _Hold:
     key: str
     token: str
     result: Any = None
     is_done: bool = False
 
 
-def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
+def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
     named = spec.key(event)
     shown = "" if named is None else str(named)
     if not shown:
@@ -132,7 +132,7 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
     digest = payload_hash(event, spec.owner)
     token = uuid.uuid4().hex
     now = rt.clock.now()
-    claimed = IdempotencyRecord(
+    held = IdempotencyRecord(
         key,
         event.function,
         IN_PROGRESS,
@@ -145,11 +145,11 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
     store = rt.store
     for _ in range(CLAIM_TRIES):
         # The common case, a new (or expired) key, is this one statement.
-        if store.claim_idempotency(claimed, now):
-            return _Claim(key, token)
+        if store.acquire_idempotency(held, now):
+            return _Hold(key, token)
         record = store.idempotency_record(key)
         if record is None or record.expires_at <= now:
-            continue  # released or expired since the claim was refused: claim again
+            continue  # released or expired since it was refused: acquire again
         if record.payload_hash != digest:
             raise PayloadMismatchError(
                 f"Idempotency key {shown!r} was first used with a different payload, or by "
@@ -157,9 +157,9 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
                 "function, or the event id."
             )
         if record.status == COMPLETED:
-            store.record_dedupe(event.function, now)
+            store.count_dedupe_hit(event.function, now)
             result = None if record.result_json is None else codec.loads(record.result_json)
-            return _Claim(key, record.token, result, is_done=True)
+            return _Hold(key, record.token, result, is_done=True)
         if record.lease_until > now:
             # Not a dedupe hit yet: the retry that finds the key completed counts as one.
             raise ClaimHeldError(
@@ -177,20 +177,20 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Claim:
             )
         # Guarded by the token read: of two attempts taking over one key, one wins, and a
         # holder that completes or releases meanwhile keeps its record.
-        if store.take_over_idempotency(claimed, record.token, now - TAKE_OVER_AFTER):
+        if store.take_over_idempotency(held, record.token, now - TAKE_OVER_AFTER):
             log.warning("taking over idempotency key %r after its lease ran out", shown)
-            return _Claim(key, token)
+            return _Hold(key, token)
     raise ClaimHeldError(
         f"Idempotency key {shown!r} changed hands {CLAIM_TRIES} times while this attempt "
-        "tried to claim it; this attempt is retried later."
+        "tried to acquire it; this attempt is retried later."
     )
 
 
-def _finish(rt: Runtime, spec: IdempotencySpec, claim: _Claim, result: Any) -> None:
+def _finish(rt: Runtime, spec: IdempotencySpec, held: _Hold, result: Any) -> None:
     try:
         result_json: str | None = codec.dumps(result)
     except InvalidDocumentError:
-        log.warning("the result of idempotency key %r is not JSON; null is stored", claim.key)
+        log.warning("the result of idempotency key %r is not JSON; null is stored", held.key)
         result_json = None
     # The effect has happened: a lost completion would run it again on retry, so a store that
     # restarts (or drops the connection) meanwhile is tried again for a while.
@@ -199,20 +199,20 @@ def _finish(rt: Runtime, spec: IdempotencySpec, claim: _Claim, result: Any) -> N
         now = rt.clock.now()
         try:
             is_completed = rt.store.complete_idempotency(
-                claim.key, claim.token, now, now + spec.ttl, result_json
+                held.key, held.token, now, now + spec.ttl, result_json
             )
             break
         except StoreError as exc:
             if time.monotonic() >= give_up_at:
                 raise
-            log.warning("completing idempotency key %r failed (%s); trying again", claim.key, exc)
+            log.warning("completing idempotency key %r failed (%s); trying again", held.key, exc)
             time.sleep(COMPLETE_BACKOFF)
     if not is_completed:
-        log.warning("idempotency key %r was taken over; this result is discarded", claim.key)
+        log.warning("idempotency key %r was taken over; this result is discarded", held.key)
 
 
-def _release(rt: Runtime, claim: _Claim) -> None:
-    rt.store.release_idempotency(claim.key, claim.token)
+def _release(rt: Runtime, held: _Hold) -> None:
+    rt.store.release_idempotency(held.key, held.token)
 
 
 def idempotent(
@@ -221,7 +221,7 @@ def idempotent(
     key: Callable[[Event], Any] = lambda event: event.id,
 ) -> Callable[[F], F]:
     """Run the function once per key; a repeat returns the stored result without running."""
-    # Finite, so every in-progress claim expires even if no attempt ever comes back to it.
+    # Finite, so every in-progress record expires even if no attempt ever comes back to it.
     if not all(is_real(v) and v > 0 for v in (lease, ttl)):
         raise ConfigError("@idempotent lease and ttl must be positive, finite numbers of seconds.")
     if not callable(key):
@@ -242,15 +242,15 @@ def idempotent(
             async def run_async(event: Event) -> Any:
                 rt = _runtime()
                 # Store calls run in a thread: a busy store must not stall the event loop.
-                claim = await asyncio.to_thread(_acquire, rt, spec, event)
-                if claim.is_done:
-                    return claim.result
+                held = await asyncio.to_thread(_acquire, rt, spec, event)
+                if held.is_done:
+                    return held.result
                 try:
                     result = await fn(event)
                 except BaseException:
-                    _release(rt, claim)  # at once, even while the task is being cancelled
+                    _release(rt, held)  # at once, even while the task is being cancelled
                     raise
-                await asyncio.to_thread(_finish, rt, spec, claim, result)
+                await asyncio.to_thread(_finish, rt, spec, held, result)
                 return result
 
             run_async.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]
@@ -259,15 +259,15 @@ def idempotent(
         @functools.wraps(fn)
         def run(event: Event) -> Any:
             rt = _runtime()
-            claim = _acquire(rt, spec, event)
-            if claim.is_done:
-                return claim.result
+            held = _acquire(rt, spec, event)
+            if held.is_done:
+                return held.result
             try:
                 result = fn(event)
             except BaseException:
-                _release(rt, claim)
+                _release(rt, held)
                 raise
-            _finish(rt, spec, claim, result)
+            _finish(rt, spec, held, result)
             return result
 
         run.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]

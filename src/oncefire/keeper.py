@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from oncefire.events import StoredEvent
     from oncefire.runtime import Runtime
-    from oncefire.stores.base import FunctionRecord
+    from oncefire.stores.base import FunctionEntry
 
 log = logging.getLogger(__name__)
 BATCH = 500  # events routed in one transaction
@@ -79,7 +79,7 @@ def offer_unrouted(rt: Runtime, after: str = "") -> tuple[int, str | None]:
     return routed, None
 
 
-def _functions(rt: Runtime) -> list[FunctionRecord]:
+def _functions(rt: Runtime) -> list[FunctionEntry]:
     with rt.store.read() as tx:
         return tx.functions()
 
@@ -112,8 +112,8 @@ class Keeper:
         self._touched = -math.inf
         self._offered_to = ""  # where the scan of unrouted events goes on
 
-    def claimable(self, functions: Sequence[str]) -> list[str]:
-        """The functions a claim may take now (not paused), with the ordering keys of their
+    def leasable(self, functions: Sequence[str]) -> list[str]:
+        """The functions a lease may take now (not paused), with the ordering keys of their
         new deliveries computed first (a delivery is leased only once it has its key)."""
         runnable = self.brake.runnable(functions)
         keyed = {name: self.keyed[name] for name in runnable if name in self.keyed}

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from oncefire.stores.base import Claimed, Store
+from oncefire.stores.base import Leased, Store
 
-# A claim or a wave ahead takes about this many seconds of work beyond the free slots, at the
+# A lease or a wave ahead takes about this many seconds of work beyond the free slots, at the
 # attempts' mean duration: enough that a commit serves many events, little enough to share a
 # backlog.
 PREFETCH = 0.05
@@ -38,8 +38,8 @@ def ahead_count(concurrency: int, mean_duration: float | None) -> int:
 class Marking:
     """What one turn's commit marks: started (charged if lost) and ahead (solo if lost)."""
 
-    started: list[Claimed]
-    ahead: list[Claimed]
+    started: list[Leased]
+    ahead: list[Leased]
 
     def __bool__(self) -> bool:
         return bool(self.started or self.ahead)
@@ -49,7 +49,7 @@ class Marking:
         return {c.lease.delivery_id for c in (*self.started, *self.ahead)}
 
 
-def plan(queue: Sequence[Claimed], free: int, ahead: int, marked: Collection[int]) -> Marking:
+def plan(queue: Sequence[Leased], free: int, ahead: int, marked: Collection[int]) -> Marking:
     """What to mark of a worker's queue (in start order) when `free` slots take its head now:
     the head, started if it starts alone, else ahead with the rest; then up to `ahead` more
     not marked yet. A head marked ahead earlier that now starts alone is marked started."""

@@ -10,7 +10,7 @@ from oncefire.events import EventType, StoredEvent
 from oncefire.paths import check_id
 
 if TYPE_CHECKING:
-    from oncefire.stores.base import Claimed
+    from oncefire.stores.base import Leased
     from oncefire.triggers import Trigger
 
 
@@ -34,16 +34,16 @@ def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
     return payload
 
 
-def dead_letter_message(trigger: Trigger, claimed: Claimed, now: float) -> StoredEvent:
+def dead_letter_message(trigger: Trigger, leased: Leased, now: float) -> StoredEvent:
     """The message republished on a function's dead-letter topic, naming where it came from."""
     assert trigger.dead_letter_topic is not None
-    data = dict(claimed.event.data)
+    data = dict(leased.event.data)
     attributes = dict(data.get("attributes") or {})
     attributes.update(
         {
-            "oncefire.source_topic": claimed.event.source,
+            "oncefire.source_topic": leased.event.source,
             "oncefire.source_function": trigger.name,
-            "oncefire.source_event": claimed.event.id,
+            "oncefire.source_event": leased.event.id,
         }
     )
     payload = {"data": data.get("data"), "attributes": attributes}
@@ -56,6 +56,6 @@ def dead_letter_message(trigger: Trigger, claimed: Claimed, now: float) -> Store
         len(codec.dumps(payload).encode()),
         # Written because a function ran that event: a loop through a dead-letter topic
         # keeps counting its depth (see lineage.py).
-        claimed.event.root_id or claimed.event.id,
-        claimed.event.depth + 1,
+        leased.event.root_id or leased.event.id,
+        leased.event.depth + 1,
     )

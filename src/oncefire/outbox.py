@@ -11,7 +11,7 @@ from oncefire import codec
 from oncefire.events import EventType, StoredEvent
 from oncefire.lineage import CURRENT_LINEAGE
 from oncefire.paths import Pattern
-from oncefire.stores.base import DocumentTx, FunctionRecord
+from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
 
 log = logging.getLogger(__name__)
@@ -23,8 +23,8 @@ def _pattern(text: str) -> Pattern:
 
 
 def _matching(
-    functions: Sequence[FunctionRecord], event_type: str, source: str, data: Any = None
-) -> list[FunctionRecord]:
+    functions: Sequence[FunctionEntry], event_type: str, source: str, data: Any = None
+) -> list[FunctionEntry]:
     found = []
     for record in functions:
         if event_type not in record.event_types:
@@ -42,7 +42,7 @@ def _matching(
 
 
 def subscribers(
-    functions: Sequence[FunctionRecord],
+    functions: Sequence[FunctionEntry],
     event_type: str,
     source: str,
     data: Any = None,
@@ -60,7 +60,7 @@ def subscribers(
     ]
 
 
-def is_filtered(functions: Sequence[FunctionRecord], event_type: str, source: str) -> bool:
+def is_filtered(functions: Sequence[FunctionEntry], event_type: str, source: str) -> bool:
     """Whether a function an event of this type and source starts has a field filter, so
     its subscribers depend on the document before the write."""
     return event_type == EventType.DOCUMENT_UPDATED and any(

@@ -7,14 +7,14 @@ from oncefire.events import EventType
 from oncefire.messages import dead_letter_message
 from oncefire.ordering import ordering_note
 from oncefire.outbox import subscribers
-from oncefire.stores.base import Claimed, Ending, Store
+from oncefire.stores.base import Ending, Leased, Store
 from oncefire.triggers import Trigger
 
 
 def park(
     store: Store,
     trigger: Trigger,
-    claimed: Claimed,
+    leased: Leased,
     result: Ending,
     error: str | None,
     *,
@@ -28,13 +28,13 @@ def park(
         with store.read() as tx:
             names = subscribers(tx.functions(), EventType.MESSAGE_PUBLISHED, topic)
         if names:
-            event = dead_letter_message(trigger, claimed, now)
-            return store.forward(claimed.lease, result, event, names), (
+            event = dead_letter_message(trigger, leased, now)
+            return store.forward(leased.lease, result, event, names), (
                 f"forwarded to topic {topic}"
             )
         error = f"not forwarded: nothing subscribes to dead-letter topic {topic}: {error}"
         parked_as = f"dead letter (nothing subscribes to topic {topic})"
     else:
         parked_as = "dead letter"
-    error = ordering_note(store, trigger.options.ordered_by, claimed, error)
-    return store.bury(claimed.lease, result, error, None), parked_as
+    error = ordering_note(store, trigger.options.ordered_by, leased, error)
+    return store.bury(leased.lease, result, error, None), parked_as

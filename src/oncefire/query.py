@@ -187,4 +187,4 @@ class Query:
             has_more = len(rows) == size
             for path, record, key in rows:
                 after = (key, path)
-                yield DocumentSnapshot.from_record(path, record)
+                yield DocumentSnapshot.from_stored(path, record)

@@ -83,7 +83,7 @@ def cutoffs(settings: Settings, now: float) -> dict[str, float]:
     """For each kind, the time before which its history may go."""
     return {
         "finished": now - settings.succeeded_retention,
-        "claims": now,  # a claim or record carries its own expiry
+        "claims": now,  # a tx.claim key or an @idempotent record carries its own expiry
         "unrouted": now - settings.unrouted_retention,
         "dedupe_hits": now - settings.succeeded_retention,
         "buckets": now - settings.statistics_retention,

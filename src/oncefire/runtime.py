@@ -14,7 +14,7 @@ from oncefire.documents import Database
 from oncefire.rates import RateLimit
 from oncefire.settings import Settings
 from oncefire.stores import open_store
-from oncefire.stores.base import FunctionRecord, Store
+from oncefire.stores.base import FunctionEntry, Store
 from oncefire.triggers import Trigger
 
 BudgetCallback = Callable[[dict[str, Any]], Any]
@@ -69,7 +69,7 @@ class Runtime:
                     store = open_store(self.settings)
                     store.use_clock(self.clock)
                     self._store = store
-                    self.record_functions(list(self.triggers.values()))
+                    self.catalogue_functions(list(self.triggers.values()))
                     for collection, field in self.ttl_policies.items():
                         self.db.collection(collection).index(field)
         return self._store
@@ -102,13 +102,13 @@ class Runtime:
             if trigger.schedule is not None:  # raises for a schedule that never fires
                 self.next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
             self.triggers[trigger.name] = trigger
-            self.record_functions([trigger])
+            self.catalogue_functions([trigger])
 
-    def record_functions(self, triggers: Sequence[Trigger]) -> None:
+    def catalogue_functions(self, triggers: Sequence[Trigger]) -> None:
         """Record these functions in the store, if it is open (HTTP functions are not stored)."""
         now = self.clock.now()
         records = [
-            FunctionRecord(
+            FunctionEntry(
                 t.name, t.kind, t.source, t.event_types, now, t.options.ordered_by, t.fields
             )
             for t in triggers
@@ -124,7 +124,7 @@ class Runtime:
 
     def register_all(self) -> None:
         """Record every function in the store again (after it was reopened)."""
-        self.record_functions(list(self.triggers.values()))
+        self.catalogue_functions(list(self.triggers.values()))
 
 
 CURRENT_RUNTIME: ContextVar[Runtime | None] = ContextVar("oncefire_current_runtime", default=None)

@@ -9,7 +9,7 @@ from typing import Any
 from oncefire.errors import ConfigError
 
 DEFAULT_STORE = "sqlite:///oncefire.db"
-MAX_BATCH_SIZE = 10_000  # a claim's ids go into one statement; SQLite takes 32,766 parameters
+MAX_BATCH_SIZE = 10_000  # a lease's ids go into one statement; SQLite takes 32,766 parameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class Settings:
     store: str = DEFAULT_STORE
     """Store URL: sqlite:///path, sqlite://:memory: or postgresql://..."""
     lease: float = 30.0
-    """How long a claimed delivery belongs to its worker without a renewal."""
+    """How long a leased delivery belongs to its worker without a renewal."""
     renew_every: float = 10.0
     """How often a worker renews the leases it holds."""
     sweep_every: float = 5.0
@@ -31,7 +31,7 @@ class Settings:
     concurrency: int = 8
     """Attempts one worker process runs at once."""
     batch_size: int = 512
-    """Most deliveries a worker claims at once (it claims about 50 ms of work at a time)."""
+    """Most deliveries a worker leases at once (it leases about 50 ms of work at a time)."""
     max_payload_bytes: int = 512 * 1024
     """Events larger than this get one attempt; a failure makes them a dead letter at once
     (full payload kept for replay, shown truncated)."""

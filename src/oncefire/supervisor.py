@@ -3,7 +3,7 @@
 The supervisor imports the app once (so a mistake is one clear line before anything starts),
 then runs each worker as a child `python -m oncefire.supervisor APP`. A child that dies is
 started again after a short backoff that grows while it keeps dying young, so a crash loop
-does not spin. SIGTERM or SIGINT is passed on to every child, which stops claiming, lets its
+does not spin. SIGTERM or SIGINT is passed on to every child, which stops leasing, lets its
 attempts finish within the shutdown grace and hands back the rest.
 """
 
@@ -224,7 +224,7 @@ def run_child(target: str, concurrency: int | None) -> NoReturn:
         # thread cannot run beside its retry.
         logging.shutdown()
         sys.setswitchinterval(60.0)
-        worker.record_overdue()
+        worker.write_overdue()
     # Threads of attempts that cannot be stopped must not hold up the exit.
     _exit(code)
 

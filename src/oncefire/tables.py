@@ -15,7 +15,7 @@ from typing import Any
 
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
-from oncefire.stores.base import FunctionRecord, Store
+from oncefire.stores.base import FunctionEntry, Store
 from oncefire.stores.table_triggers import KINDS, Watch, shape_of
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def row_matches(source: str, event_type: str, event_source: str, data: Any = Non
     return any(before.get(c) != after.get(c) for c in columns)
 
 
-def watches(functions: Sequence[FunctionRecord]) -> list[Watch]:
+def watches(functions: Sequence[FunctionEntry]) -> list[Watch]:
     """What each table named by a row function must capture: every kind of change some
     function takes; for updates, any column if one function takes them unfiltered, else the
     union of the filtered columns."""
@@ -101,7 +101,7 @@ def watches(functions: Sequence[FunctionRecord]) -> list[Watch]:
     ]
 
 
-def stored_functions(store: Store) -> list[FunctionRecord]:
+def stored_functions(store: Store) -> list[FunctionEntry]:
     """Every function the store's catalogue holds (of every app sharing it)."""
     with store.read() as tx:
         return tx.functions()

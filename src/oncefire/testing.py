@@ -89,7 +89,8 @@ def make_event(
 
 def deliver(app: App, function_name: str, event: StoredEvent, times: int = 2) -> DrainSummary:
     """Run one function on the same event `times` times, each a separate delivery that goes
-    through the full attempt path (claim, run, record), as a platform redelivering it would."""
+    through the full attempt path (lease, run, write the ending), as a platform redelivering
+    it would."""
     if function_name not in app.triggers:
         raise ConfigError(f"No function named {function_name!r} is registered on this app.")
     with app.store.transaction() as tx:

@@ -40,7 +40,7 @@ def add_policy(rt: Runtime, collection: str, field: str) -> None:
 
 
 def sweep(rt: Runtime, limit: int = BATCH) -> int:
-    """Delete up to `limit` expired documents per policy, and expired claims; how many."""
+    """Delete up to `limit` expired documents per policy, and expired tx.claim keys; how many."""
     now = rt.clock.now()
     removed = rt.store.purge_expired_claims(now, limit)
     for collection, field in rt.ttl_policies.items():

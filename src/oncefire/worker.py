@@ -1,4 +1,4 @@
-"""A worker: claims due deliveries, runs them with bounded concurrency, renews their leases.
+"""A worker: leases due deliveries, runs them with bounded concurrency, renews their leases.
 
 Each delivery a worker holds is in one of four states, all under its lease:
 
@@ -9,10 +9,10 @@ Each delivery a worker holds is in one of four states, all under its lease:
 |          |                   | HAND_BACK_AFTER, or shutdown: handed back uncounted.            |
 | running  | `flights.running` | its function returned or raised: ended. Past its timeout it     |
 |          |                   | stays running (overdue), keeping its lease and slot, until its  |
-|          |                   | thread ends (ended as a timeout) or its process exits (recorded |
+|          |                   | thread ends (ended as a timeout) or its process exits (written  |
 |          |                   | as a timeout on the way out). Renewal failed: result discarded. |
-| ended    | `flights.ended`   | within RECORD_WITHIN, in one batch: recorded.                   |
-| recorded | the store         | (no longer held)                                                |
+| ended    | `flights.ended`   | within WRITE_WITHIN, in one batch: written.                     |
+| written  | the store         | (no longer held)                                                |
 
 Every held lease is renewed, queued ones included, so a delivery never starts after its
 lease was lost and is never handed back while its function may still run.
@@ -31,13 +31,13 @@ from oncefire import execution, marking, ticks, ttl
 from oncefire.alerts import check_alerts
 from oncefire.errors import StoreError
 from oncefire.flights import DrainSummary as DrainSummary
-from oncefire.flights import Flights, hand_back, record_all, worker_name
+from oncefire.flights import Flights, hand_back, worker_name, write_all
 from oncefire.flights import rescue as rescue_expired
 from oncefire.keeper import Keeper
 from oncefire.progress import Progress
 from oncefire.rates import idle_wait
 from oncefire.retry import Outcome
-from oncefire.stores.base import Claimed, Lease
+from oncefire.stores.base import Lease, Leased
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 
 # How long the loop pauses after the store failed (a database restart) before trying again.
 STORE_BACKOFF = 1.0
-# An ended attempt is recorded within this many seconds, whatever else runs.
-RECORD_WITHIN = 0.05
+# An ended attempt is written within this many seconds, whatever else runs.
+WRITE_WITHIN = 0.05
 # A queued delivery that waited this long for a slot is handed back for another worker to run.
 HAND_BACK_AFTER = 1.0
 
@@ -57,8 +57,8 @@ HAND_BACK_AFTER = 1.0
 class Worker:
     """Runs a Runtime's deliveries in this process; drain() for scripts, run() for service.
 
-    Each turn of the loop is at most one store transaction: it records the attempts that
-    ended, claims a batch once the queue is empty, and marks started the deliveries the free
+    Each turn of the loop is at most one store transaction: it writes the attempts that
+    ended, leases a batch once the queue is empty, and marks started the deliveries the free
     slots will take, and a wave ahead (marking.py); with a durable commit costing a disk flush,
     a few flushes per batch instead of two per delivery.
     """
@@ -75,7 +75,7 @@ class Worker:
         self.name = worker_name()
         self.concurrency = concurrency or rt.settings.concurrency
         self.batch_size = max(rt.settings.batch_size, self.concurrency)
-        # HTTP functions run in the HTTP server, which claims their deliveries by id.
+        # HTTP functions run in the HTTP server, which leases their deliveries by id.
         self.functions = list(
             functions or [name for name, t in rt.triggers.items() if t.kind != "http"]
         )
@@ -83,12 +83,12 @@ class Worker:
         self.is_process = is_process
         self.stop_requested = threading.Event()
         self.outcomes: Counter[str] = Counter()
-        self._queue: deque[Claimed] = deque()  # claimed (leased), not started yet
-        self._queued_at = time.monotonic()  # when the last claim filled the queue
+        self._queue: deque[Leased] = deque()  # leased, not started yet
+        self._queued_at = time.monotonic()  # when the last lease filled the queue
         self._marked: set[int] = set()  # ids of queued deliveries already marked started
         self._ahead: set[int] = set()  # those of them marked ahead (marking.py)
         self._unconfirmed: list[Lease] = []  # started here while marked ahead
-        self._is_solo_held = False  # a solo delivery is held: nothing else is claimed
+        self._is_solo_held = False  # a solo delivery is held: nothing else is leased
         self.flights = Flights(rt, self.concurrency)
         self._caps = {
             name: t.options.max_instances
@@ -105,18 +105,18 @@ class Worker:
 
     @property
     def is_busy(self) -> bool:
-        """Whether anything is claimed here and not yet recorded."""
+        """Whether anything is leased here and not yet written."""
         return bool(self._queue or self.flights.running or self.flights.ended)
 
-    def claim_and_start(self, delivery_ids: Sequence[int] | None = None) -> int:
-        """Record the attempts that ended, claim more once the local queue is empty, and mark
+    def lease_and_start(self, delivery_ids: Sequence[int] | None = None) -> int:
+        """Write the attempts that ended, lease more once the local queue is empty, and mark
         started what the free slots will take, in one store transaction; then start those.
-        How many were claimed."""
+        How many were leased."""
         self.hand_back_stale()
-        # A solo delivery that ended is recorded in this turn (the queue is empty).
+        # A solo delivery that ended is written in this turn (the queue is empty).
         self._is_solo_held = self._is_solo_held and bool(self._queue or self.flights.running)
         free = self.concurrency - len(self.flights.running)
-        can_claim = (
+        can_lease = (
             not self._queue
             and free > 0
             and not self.stop_requested.is_set()
@@ -126,15 +126,15 @@ class Worker:
         # Queued deliveries are marked started a wave ahead (see marking.py); a turn commits
         # only when the next one to start is not marked yet.
         is_marking = any(c.lease.delivery_id not in self._marked for c in list(self._queue)[:free])
-        must_record = bool(self.flights.ended) and (
+        must_write = bool(self.flights.ended) and (
             is_marking  # a commit happens anyway
             or not self._queue
             or len(self.flights.ended) >= self.batch_size
-            or time.monotonic() - self.flights.first_ended_at >= RECORD_WITHIN
+            or time.monotonic() - self.flights.first_ended_at >= WRITE_WITHIN
         )
-        claimed: list[Claimed] = []
-        if must_record or can_claim or is_marking:
-            claimed = self._store_turn(delivery_ids, free, must_record, can_claim, is_marking)
+        leased: list[Leased] = []
+        if must_write or can_lease or is_marking:
+            leased = self._store_turn(delivery_ids, free, must_write, can_lease, is_marking)
         while self._queue and len(self.flights.running) < self.concurrency:
             if self._queue[0].lease.delivery_id not in self._marked:
                 break  # marked in the next turn
@@ -144,27 +144,27 @@ class Worker:
                 self._ahead.discard(item.lease.delivery_id)
                 self._unconfirmed.append(item.lease)  # confirmed started by the next commit
             self.flights.start(item)
-        return len(claimed)
+        return len(leased)
 
     def _store_turn(
         self,
         delivery_ids: Sequence[int] | None,
         free: int,
-        must_record: bool,
-        can_claim: bool,
+        must_write: bool,
+        can_lease: bool,
         is_marking: bool,
-    ) -> list[Claimed]:
-        claimed: list[Claimed] = []
-        recorded: Counter[str] = Counter()
+    ) -> list[Leased]:
+        leased: list[Leased] = []
+        written: Counter[str] = Counter()
         try:
             with self.rt.store.batch():  # one commit: a disk flush saved per turn
-                if must_record:
-                    recorded = execution.record_many(self.rt, self.flights.ended_items())
-                if can_claim:
-                    # Alone once this turn recorded what ended: it may take a solo delivery.
-                    is_alone = not self.flights.running and (must_record or not self.flights.ended)
-                    claimed = self._claim(delivery_ids, is_alone)
-                marks = self._plan(claimed, free) if claimed or is_marking else None
+                if must_write:
+                    written = execution.write_endings(self.rt, self.flights.ended_items())
+                if can_lease:
+                    # Alone once this turn written what ended: it may take a solo delivery.
+                    is_alone = not self.flights.running and (must_write or not self.flights.ended)
+                    leased = self._lease_due(delivery_ids, is_alone)
+                marks = self._plan(leased, free) if leased or is_marking else None
                 # Committed before the functions start: only a delivery marked started (not
                 # ahead) is charged an attempt when its worker dies.
                 now = self.rt.clock.now()
@@ -172,44 +172,46 @@ class Worker:
                 if self._unconfirmed:
                     self.rt.store.start(self._unconfirmed, now)
         except Exception as exc:
-            if not must_record:
+            if not must_write:
                 raise
-            # One record the store refuses must not roll back its batch-mates' forever.
-            log.warning("worker %s recording one attempt at a time: %s", self.name, exc)
-            self._count_recorded(execution.record_each(self.rt, self.flights.ended_items()))
+            # One write the store refuses must not roll back its batch-mates' forever.
+            log.warning("worker %s writing one attempt at a time: %s", self.name, exc)
+            self._count_written(execution.write_each(self.rt, self.flights.ended_items()))
             return []
-        if must_record:
-            self._count_recorded(recorded)
+        if must_write:
+            self._count_written(written)
         self._unconfirmed.clear()
-        if claimed:
+        if leased:
             self._queued_at = time.monotonic()
-            self._queue.extend(claimed)
-            self._is_solo_held = claimed[0].is_solo  # a solo delivery is claimed alone
+            self._queue.extend(leased)
+            self._is_solo_held = leased[0].is_solo  # a solo delivery is leased alone
         self._marked |= marked
         self._ahead = (self._ahead - marked) | ahead
         lost = (marks.ids() if marks else set()) - marked
         if lost:
             log.warning("%s lost the lease of %d queued delivery(ies)", self.name, len(lost))
             self._queue = deque(c for c in self._queue if c.lease.delivery_id not in lost)
-        return claimed
+        return leased
 
-    def _plan(self, claimed: list[Claimed], free: int) -> marking.Marking:
-        """What to mark in this turn: the free slots' worth of a new claim; from the queue, the
+    def _plan(self, leased: list[Leased], free: int) -> marking.Marking:
+        """What to mark in this turn: the free slots' worth of a new lease; from the queue, the
         next free slots plus about PREFETCH seconds of work more, so that short attempts cost
         a start commit a wave, not one a slot."""
-        if claimed:
-            return marking.plan(claimed, free, 0, self._marked)
+        if leased:
+            return marking.plan(leased, free, 0, self._marked)
         ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
         return marking.plan(list(self._queue), free, ahead, self._marked)
 
-    def _claim(self, delivery_ids: Sequence[int] | None, is_alone: bool = False) -> list[Claimed]:
+    def _lease_due(
+        self, delivery_ids: Sequence[int] | None, is_alone: bool = False
+    ) -> list[Leased]:
         now = self.rt.clock.now()
-        functions = self.keeper.claimable(self.functions)
-        return self.rt.store.claim(
+        functions = self.keeper.leasable(self.functions)
+        return self.rt.store.lease_due(
             worker=self.name,
             now=now,
             lease_until=now + self.rt.settings.lease,
-            limit=self.claim_limit(),
+            limit=self.lease_limit(),
             functions=functions,
             caps=self.keeper.brake.caps(functions, self._caps),
             delivery_ids=delivery_ids,
@@ -223,8 +225,8 @@ class Worker:
         if self._queue and time.monotonic() - self._queued_at >= HAND_BACK_AFTER:
             self._hand_back_queue()
 
-    def claim_limit(self) -> int:
-        """How many deliveries to claim: the free slots, plus about PREFETCH seconds of work
+    def lease_limit(self) -> int:
+        """How many deliveries to lease: the free slots, plus about PREFETCH seconds of work
         at the attempts' recent mean duration, up to batch_size. Short functions come in large
         batches (few commits an event); slow ones one a slot, so no process hoards a backlog
         that idle processes could run."""
@@ -233,7 +235,7 @@ class Worker:
         return max(free, min(self.batch_size, free + ahead))
 
     def collect(self, timeout: float) -> int:
-        """Wait up to timeout for attempts to end and set them aside for recording; how
+        """Wait up to timeout for attempts to end and set them aside for writing; how
         many ended. An attempt past its timeout makes a worker process stop (its supervisor
         starts a fresh one): a thread cannot be stopped."""
         ended = self.flights.collect(timeout)
@@ -241,20 +243,20 @@ class Worker:
             self.has_stuck_attempt = True
         return ended
 
-    def record_ended(self) -> None:
-        """Record every ended attempt in one store transaction (one at a time if that fails)."""
+    def write_ended(self) -> None:
+        """Write every ended attempt in one store transaction (one at a time if that fails)."""
         if self.flights.ended:
-            self._count_recorded(record_all(self.rt, self.name, self.flights.ended))
+            self._count_written(write_all(self.rt, self.name, self.flights.ended))
 
-    def _count_recorded(self, recorded: Counter[str]) -> None:
-        # A summary counts what the store recorded: not a result whose lease was lost.
-        self.outcomes.update(recorded)
+    def _count_written(self, written: Counter[str]) -> None:
+        # A summary counts what the store written: not a result whose lease was lost.
+        self.outcomes.update(written)
         self.flights.ended.clear()
 
-    def record_overdue(self) -> None:
-        """Record a timeout for each attempt still running past its deadline: the last thing a
+    def write_overdue(self) -> None:
+        """Write a timeout for each attempt still running past its deadline: the last thing a
         process does before it exits, so the retry cannot start while the thread lives."""
-        self.flights.record_overdue(self.name)
+        self.flights.write_overdue(self.name)
 
     def maintain(self, *, force: bool = False) -> None:
         """Renew our leases and rescue deliveries whose worker died, when each is due."""
@@ -273,10 +275,10 @@ class Worker:
         self.progress.tick(sum(self.outcomes.values()))
 
     def renew(self) -> None:
-        """Extend the lease of every delivery held here: queued, running or not yet recorded.
+        """Extend the lease of every delivery held here: queued, running or not yet written.
         A queued delivery whose lease was lost is dropped before it starts."""
-        held = [c.lease for c in self._queue] + [f.claimed.lease for f in self.flights.live()]
-        held += [f.claimed.lease for f, _ in self.flights.ended]
+        held = [c.lease for c in self._queue] + [f.leased.lease for f in self.flights.live()]
+        held += [f.leased.lease for f, _ in self.flights.ended]
         if not held:
             return
         now = self.rt.clock.now()
@@ -309,9 +311,9 @@ class Worker:
         """Run every delivery due now (and what becomes due meanwhile) until none is left."""
         self.maintain(force=True)
         while True:
-            claimed = self.claim_and_start(delivery_ids)
+            leased = self.lease_and_start(delivery_ids)
             if not self.is_busy:
-                if claimed == 0 and self.rescue() == 0 and not ticks.fire_due(self.rt):
+                if leased == 0 and self.rescue() == 0 and not ticks.fire_due(self.rt):
                     break
                 continue
             # Renew and sweep while busy too: an attempt longer than the lease keeps it.
@@ -337,12 +339,12 @@ class Worker:
         log.info("worker %s stopped", self.name)
 
     def serve_once(self) -> None:
-        """One turn of the loop: claim, renew and sweep when due, then wait for something."""
-        claimed = self.claim_and_start()
+        """One turn of the loop: lease, renew and sweep when due, then wait for something."""
+        leased = self.lease_and_start()
         self.maintain()
         if self.is_busy:
             self.collect(0.02)
-        elif claimed == 0:
+        elif leased == 0:
             tokens = self.rt.store.rate_tokens(self._rates, self.rt.clock.now())
             self.rt.store.wait(idle_wait(self.rt.settings.poll_interval, self._rates, tokens))
 
@@ -355,9 +357,9 @@ class Worker:
 
     def shutdown(self) -> None:
         """Hand back the queued deliveries, then let running attempts finish within the grace
-        period. One still running then keeps its lease: recorded if it ends, or counted as
+        period. One still running then keeps its lease: written if it ends, or counted as
         crashed once its lease runs out (its process gone). An overdue attempt is not waited
-        for; a stuck process exits, and record_overdue() records it on the way out."""
+        for; a stuck process exits, and write_overdue() writes it on the way out."""
         deadline = time.monotonic() + self.rt.settings.shutdown_grace
         self._hand_back_queue()
         while self.flights.ended or any(not f.is_overdue for f in self.flights.live()):
@@ -366,7 +368,7 @@ class Worker:
                 break
             try:
                 self.collect(min(remaining, 0.1))
-                self.record_ended()
+                self.write_ended()
                 if time.monotonic() - self._last_renew >= self.rt.settings.renew_every:
                     self._last_renew = time.monotonic()
                     self.renew()
@@ -384,7 +386,7 @@ class Worker:
         self.flights.stop()
 
     def _hand_back_queue(self) -> None:
-        queued = [c.lease for c in self._queue]  # claimed here but never started
+        queued = [c.lease for c in self._queue]  # leased here but never started
         self._queue.clear()
         self._marked.clear()
         self._ahead.clear()

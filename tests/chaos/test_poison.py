@@ -39,7 +39,7 @@ def run_mix(
 ) -> None:
     rng = random.Random(3)
     write_mix(store, folder, each, undecodable)
-    # Without kills, each worker claims one delivery at a time: a poison that ends its process
+    # Without kills, each worker leases one delivery at a time: a poison that ends its process
     # then holds no other delivery that could be charged for it (issue 11 point 24).
     one = {} if kills else {"ONCEFIRE_BATCH_SIZE": "1"}
     workers = Workers(store, folder, processes=2, concurrency=1 if not kills else 2, **one)

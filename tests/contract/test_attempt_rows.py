@@ -1,5 +1,5 @@
 """An attempt's row is written once, when it ends; while it runs, its delivery tells of it.
-Stores from before (schema 3, where a claim opened a row that the record then updated) are
+Stores from before (schema 3, where a lease opened a row that the record then updated) are
 upgraded in place, their running attempts kept."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from oncefire import App
 from oncefire.events import Event
 from oncefire.stores import migrations
-from oncefire.stores.base import Claimed, Ending
+from oncefire.stores.base import Ending, Leased
 from oncefire.testing import TestClock
 
 
@@ -22,8 +22,8 @@ def attempt_rows(app: App, event_id: str) -> int:
         return int(conn.execute(query, (event_id,)).fetchone()[0])
 
 
-def publish_and_claim(app: App) -> tuple[str, Claimed]:
-    """One message to function f, claimed by worker w1."""
+def publish_and_lease(app: App) -> tuple[str, Leased]:
+    """One message to function f, leased by worker w1."""
 
     @app.on_message("t")
     def f(event: Event) -> None:
@@ -31,24 +31,24 @@ def publish_and_claim(app: App) -> tuple[str, Claimed]:
 
     event_id = app.publish("t", {})
     now = app.clock.now()
-    [claimed] = app.store.claim(
+    [leased] = app.store.lease_due(
         worker="w1", now=now, lease_until=now + 30, limit=5, functions=["f"], caps={}
     )
-    return event_id, claimed
+    return event_id, leased
 
 
 def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> None:
-    event_id, claimed = publish_and_claim(app)
-    now = claimed.started_at
+    event_id, leased = publish_and_lease(app)
+    now = leased.started_at
     assert attempt_rows(app, event_id) == 0
     [running] = app.store.attempts(event_id)
     assert (running["number"], running["worker"], running["outcome"]) == (1, "w1", None)
-    assert running["started_at"] is None, "claimed, not started yet"
-    assert app.store.start([claimed.lease], now + 0.5) == {claimed.lease.delivery_id}
+    assert running["started_at"] is None, "leased, not started yet"
+    assert app.store.start([leased.lease], now + 0.5) == {leased.lease.delivery_id}
     [running] = app.store.attempts(event_id)
     assert running["started_at"] == now + 0.5
-    assert app.store.complete_many([(claimed.lease, Ending("succeeded", finished_at=now + 1))]) == {
-        claimed.lease.delivery_id
+    assert app.store.complete_many([(leased.lease, Ending("succeeded", finished_at=now + 1))]) == {
+        leased.lease.delivery_id
     }
     assert attempt_rows(app, event_id) == 1
     [ended] = app.store.attempts(event_id)
@@ -56,8 +56,8 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
 
 
 def test_a_released_delivery_leaves_no_attempt_behind(app: App) -> None:
-    event_id, claimed = publish_and_claim(app)
-    assert app.store.release([claimed.lease]) == 1
+    event_id, leased = publish_and_lease(app)
+    assert app.store.release([leased.lease]) == 1
     assert app.store.attempts(event_id) == []
     assert app.store.delivery_states(event_id) == [("f", "pending", 0)]
 
@@ -119,16 +119,16 @@ def test_an_upgrade_keeps_a_running_attempt_and_its_start(
 
 
 def test_only_a_started_delivery_whose_lease_ran_out_is_charged(app: App, clock: TestClock) -> None:
-    # Issue 11, point 24: a claim marks nothing started; start() does, and only while the
+    # Issue 11, point 24: a lease marks nothing started; start() does, and only while the
     # lease holds.
-    event_id, claimed = publish_and_claim(app)
+    event_id, leased = publish_and_lease(app)
     clock.advance(31)
     [expired] = app.store.expired_leases(clock.now(), ["f"], 10)
     assert not expired.is_started
-    assert app.store.start([claimed.lease], clock.now()) == set(), "its lease ran out"
+    assert app.store.start([leased.lease], clock.now()) == set(), "its lease ran out"
     assert app.store.release([expired.lease]) == 1
     assert app.store.delivery_states(event_id) == [("f", "pending", 0)]
-    [again] = app.store.claim(
+    [again] = app.store.lease_due(
         worker="w2",
         now=clock.now(),
         lease_until=clock.now() + 30,

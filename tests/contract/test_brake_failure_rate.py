@@ -33,7 +33,7 @@ def build(
     app = make_app()
     if fired is not None:
         app.alerts.on_budget(fired.append)
-    # max_instances keeps each claim small, so the trip is seen within a few attempts.
+    # max_instances keeps each lease small, so the trip is seen within a few attempts.
     app.on_message("payments", budget=budget, max_instances=4, name="charge")(body)
     return app
 
@@ -49,7 +49,7 @@ def test_a_failing_function_is_paused_by_its_failure_rate_and_alerts_once(
     app = build(make_app, poison, fired=fired)
     publish_many(app, "payments", 1000)
     attempts = app.drain().attempts
-    assert 20 <= attempts <= 20 + 4  # min_attempts, plus at most one claim's worth
+    assert 20 <= attempts <= 20 + 4  # min_attempts, plus at most one lease's worth
     row = app.functions.get("charge")
     assert row.paused_at is not None and row.paused_reason == "failure rate"
     assert row.pending == 1000  # kept and visible, none lost

@@ -63,7 +63,7 @@ def runs() -> Iterator[Runs]:
 
 def worker_of(make_app: Callable[..., App], runs: Runs, concurrency: int = 1) -> Worker:
     """A worker of a fresh App (a process) that has learned its attempts take 0.1 ms, so it
-    claims and marks started far ahead of its slots."""
+    leases and marks started far ahead of its slots."""
     app = make_app()
     runs.register(app)
     worker = Worker(app.runtime, concurrency=concurrency)
@@ -85,7 +85,7 @@ def turn_until(worker: Worker, what: str, check: Callable[[], bool]) -> None:
     while not check():
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
-        worker.claim_and_start()
+        worker.lease_and_start()
         worker.collect(0.01)
 
 
@@ -102,7 +102,7 @@ def test_a_dead_workers_wave_marked_ahead_is_not_charged(
 ) -> None:
     worker = worker_of(make_app, runs)
     quick, blocked, *queued = publish(app_of(worker), {}, {"block": True}, {}, {}, {})
-    assert worker.claim_and_start() == 5  # quick starts; the rest wait in the queue
+    assert worker.lease_and_start() == 5  # quick starts; the rest wait in the queue
     # quick ends: one commit records it and marks blocked and, ahead, the rest started.
     turn_until(worker, "blocked to start", lambda: runs.started.acquire(blocking=False))
     assert app_of(worker).store.delivery_states(quick)[0][1] == "succeeded"
@@ -125,8 +125,8 @@ def serve_until_killed(worker: Worker, runs: Runs) -> bool:
     while time.monotonic() < deadline:
         if runs.started.acquire(blocking=False):
             return True
-        claimed = worker.claim_and_start()
-        if claimed == 0 and not worker.is_busy:
+        leased = worker.lease_and_start()
+        if leased == 0 and not worker.is_busy:
             return False
         worker.collect(0.01)
     pytest.fail("the worker neither finished nor died")
@@ -137,11 +137,11 @@ def test_a_delivery_that_kills_its_process_is_charged_only_for_runs_alone(
 ) -> None:
     worker = worker_of(make_app, runs)
     quick, mate, killer, last = publish(app_of(worker), {}, {}, {"kill": True}, {})
-    assert worker.claim_and_start() == 4
+    assert worker.lease_and_start() == 4
     # quick ends: a commit records it and marks mate started and, ahead, killer and last.
     # mate ends; killer starts with no commit of its own, and its process dies.
     turn_until(worker, "the killer to start", lambda: runs.started.acquire(blocking=False))
-    worker.record_ended()  # mate's success reached the store just before the death
+    worker.write_ended()  # mate's success reached the store just before the death
     assert outcomes(app_of(worker), mate) == ["succeeded"]
     deaths = 1
     while deaths < 10:
@@ -165,9 +165,9 @@ def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClo
     store = app.store
     first, second = publish(app, {}, {})
 
-    def claim(is_alone: bool) -> list[str]:
+    def lease(is_alone: bool) -> list[str]:
         now = clock.now()
-        taken = store.claim(
+        taken = store.lease_due(
             worker="w",
             now=now,
             lease_until=now + LEASE,
@@ -179,7 +179,7 @@ def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClo
         return [c.event.id for c in taken]
 
     now = clock.now()
-    held = store.claim(
+    held = store.lease_due(
         worker="dead", now=now, lease_until=now + LEASE, limit=10, functions=["f"], caps={}
     )
     assert store.start([c.lease for c in held], now, is_ahead=True) == {
@@ -188,11 +188,11 @@ def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClo
     clock.advance(LEASE + 1)
     assert rescue(app.runtime, ["f"]) == (2, 0)  # handed back uncharged, solo
     (later,) = publish(app, {})
-    assert claim(is_alone=False) == []  # a worker holding something never takes a solo one
-    assert claim(is_alone=True) == [first]  # alone, it takes the first solo one, only
-    assert claim(is_alone=False) == []
-    assert claim(is_alone=True) == [second]
-    assert claim(is_alone=False) == [later]  # the due ones before the first solo one
+    assert lease(is_alone=False) == []  # a worker holding something never takes a solo one
+    assert lease(is_alone=True) == [first]  # alone, it takes the first solo one, only
+    assert lease(is_alone=False) == []
+    assert lease(is_alone=True) == [second]
+    assert lease(is_alone=False) == [later]  # the due ones before the first solo one
     assert store.delivery_states(first)[0][1:] == ("running", 1)  # its first charged attempt
 
 
@@ -204,7 +204,7 @@ def test_deliveries_that_start_together_are_charged_only_once_confirmed_started(
         # ended the process is not known until a later commit confirms that both run.
         worker = worker_of(make_app, runs, concurrency=2)
         ids = publish(app_of(worker), *data)
-        assert worker.claim_and_start() == 2
+        assert worker.lease_and_start() == 2
         for _ in ids:
             assert runs.started.acquire(timeout=WAIT)
         if confirm:

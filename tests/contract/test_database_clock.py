@@ -47,7 +47,7 @@ def hold_one(app: App) -> int:
     """Publish a message and lease its delivery to app (as a worker that is running it)."""
     app.publish("t", {})
     now = app.clock.now()
-    [held] = app.store.claim(
+    [held] = app.store.lease_due(
         worker="holder", now=now, lease_until=now + LEASE, limit=1, functions=["f"], caps={}
     )
     app.store.start([held.lease], now)

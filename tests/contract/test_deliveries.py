@@ -1,5 +1,5 @@
 """Deliveries and attempts: one delivery per event and function, every attempt recorded,
-attempts counted when claimed, and every transition guarded by state and lease token."""
+attempts counted when leased, and every transition guarded by state and lease token."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import Any
 from oncefire import App, Increment, RetryPolicy
 from oncefire.events import Event
 from oncefire.execution import MAX_ERROR_CHARS
-from oncefire.stores.base import Claimed, Ending, Lease
+from oncefire.stores.base import Ending, Lease, Leased
 from oncefire.testing import TestClock, deliver, make_event
 from oncefire.worker import Worker
 
 LEASE = 30.0  # the default Settings.lease
 
 
-def claim(app: App, worker: str = "w1", **kwargs: Any) -> list[Claimed]:
-    """Claim due deliveries directly from the store and mark them started, as a worker
+def lease(app: App, worker: str = "w1", **kwargs: Any) -> list[Leased]:
+    """Lease due deliveries directly from the store and mark them started, as a worker
     would."""
     now = app.clock.now()
     args: dict[str, Any] = {
@@ -30,9 +30,9 @@ def claim(app: App, worker: str = "w1", **kwargs: Any) -> list[Claimed]:
         "caps": {},
     }
     args.update(kwargs)
-    claimed: list[Claimed] = app.store.claim(**args)
-    app.store.start([c.lease for c in claimed], now)
-    return claimed
+    leased: list[Leased] = app.store.lease_due(**args)
+    app.store.start([c.lease for c in leased], now)
+    return leased
 
 
 def rescue(app: App) -> int:
@@ -50,70 +50,70 @@ def register_noop(app: App, **options: Any) -> list[Event]:
     return seen
 
 
-def test_a_claimed_delivery_is_running_with_its_attempt_counted(app: App) -> None:
+def test_a_leased_delivery_is_running_with_its_attempt_counted(app: App) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
-    assert claimed.attempt == 1
-    assert claimed.function == "charge"
-    assert claimed.event.source == "orders/o1"
-    assert claimed.event.data["after"]["data"] == {"n": 1}
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "running", 1)]
-    [attempt] = app.store.attempts(claimed.event.id)
+    [leased] = lease(app)
+    assert leased.attempt == 1
+    assert leased.function == "charge"
+    assert leased.event.source == "orders/o1"
+    assert leased.event.data["after"]["data"] == {"n": 1}
+    assert app.store.delivery_states(leased.event.id) == [("charge", "running", 1)]
+    [attempt] = app.store.attempts(leased.event.id)
     assert attempt["outcome"] is None
     assert attempt["worker"] == "w1"
     assert attempt["started_at"] == app.clock.now()
-    assert claim(app, worker="w2") == []  # a running delivery is not claimed twice
+    assert lease(app, worker="w2") == []  # a running delivery is not leased twice
 
 
-def test_a_delivery_is_not_claimed_before_it_is_due_nor_for_other_functions(app: App) -> None:
+def test_a_delivery_is_not_leased_before_it_is_due_nor_for_other_functions(app: App) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    assert claim(app, now=app.clock.now() - 0.001) == []
-    assert claim(app, functions=["other"]) == []
-    assert len(claim(app)) == 1
+    assert lease(app, now=app.clock.now() - 0.001) == []
+    assert lease(app, functions=["other"]) == []
+    assert len(lease(app)) == 1
 
 
 def test_complete_records_the_attempt_and_succeeds(app: App, clock: TestClock) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
+    [leased] = lease(app)
     clock.advance(2.5)
-    assert app.store.complete(claimed.lease, Ending("succeeded", finished_at=clock.now()))
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "succeeded", 1)]
-    [attempt] = app.store.attempts(claimed.event.id)
+    assert app.store.complete(leased.lease, Ending("succeeded", finished_at=clock.now()))
+    assert app.store.delivery_states(leased.event.id) == [("charge", "succeeded", 1)]
+    [attempt] = app.store.attempts(leased.event.id)
     assert attempt["outcome"] == "succeeded"
     assert attempt["finished_at"] - attempt["started_at"] == 2.5
     # a finished delivery takes no further transition
     result = Ending("failed", finished_at=clock.now(), error="late")
-    assert not app.store.complete(claimed.lease, result)
-    assert not app.store.retry(claimed.lease, result, clock.now())
-    assert not app.store.bury(claimed.lease, result, "late", None)
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "succeeded", 1)]
+    assert not app.store.complete(leased.lease, result)
+    assert not app.store.retry(leased.lease, result, clock.now())
+    assert not app.store.bury(leased.lease, result, "late", None)
+    assert app.store.delivery_states(leased.event.id) == [("charge", "succeeded", 1)]
 
 
 def test_a_wrong_lease_token_changes_nothing(app: App, clock: TestClock) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
-    forged = Lease(claimed.lease.delivery_id, "not-the-token")
+    [leased] = lease(app)
+    forged = Lease(leased.lease.delivery_id, "not-the-token")
     result = Ending("succeeded", finished_at=clock.now())
     assert not app.store.complete(forged, result)
     assert not app.store.retry(forged, result, clock.now())
     assert not app.store.bury(forged, result, "x", None)
     assert app.store.renew([forged], clock.now(), clock.now() + LEASE) == []
     assert app.store.release([forged]) == 0
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "running", 1)]
-    assert app.store.complete(claimed.lease, result)
+    assert app.store.delivery_states(leased.event.id) == [("charge", "running", 1)]
+    assert app.store.complete(leased.lease, result)
 
 
 def test_a_lease_is_not_rescued_before_it_runs_out(app: App, clock: TestClock) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
+    [leased] = lease(app)
     clock.advance(LEASE - 0.001)
     assert app.drain().attempts == 0
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "running", 1)]
+    assert app.store.delivery_states(leased.event.id) == [("charge", "running", 1)]
 
 
 def test_a_stale_writer_changes_nothing_after_its_lease_is_rescued(
@@ -121,7 +121,7 @@ def test_a_stale_writer_changes_nothing_after_its_lease_is_rescued(
 ) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [stale] = claim(app)
+    [stale] = lease(app)
     clock.advance(LEASE)
     assert rescue(app) == 1  # a crashed attempt; the delivery is due again at once
     event_id = stale.event.id
@@ -138,15 +138,15 @@ def test_a_stale_writer_changes_nothing_after_its_lease_is_rescued(
     assert "lease ran out" in attempts[0]["error"]
 
 
-def test_expired_lease_is_claimable_again_and_only_the_new_lease_counts(
+def test_an_expired_lease_can_be_leased_again_and_only_the_new_lease_counts(
     app: App, clock: TestClock
 ) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [stale] = claim(app, worker="w1")
+    [stale] = lease(app, worker="w1")
     clock.advance(LEASE)
     assert rescue(app) == 1
-    [fresh] = claim(app, worker="w2")
+    [fresh] = lease(app, worker="w2")
     assert fresh.lease.delivery_id == stale.lease.delivery_id
     assert fresh.lease.token != stale.lease.token
     assert fresh.attempt == 2
@@ -164,14 +164,14 @@ def test_expired_lease_is_claimable_again_and_only_the_new_lease_counts(
 def test_renew_extends_a_live_lease_only(app: App, clock: TestClock) -> None:
     register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
+    [leased] = lease(app)
     clock.advance(LEASE - 1)
-    assert app.store.renew([claimed.lease], clock.now(), clock.now() + LEASE) == [claimed.lease]
+    assert app.store.renew([leased.lease], clock.now(), clock.now() + LEASE) == [leased.lease]
     clock.advance(LEASE - 1)  # past the first lease, within the renewed one
     assert app.drain().attempts == 0
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "running", 1)]
+    assert app.store.delivery_states(leased.event.id) == [("charge", "running", 1)]
     clock.advance(1)
-    assert app.store.renew([claimed.lease], clock.now(), clock.now() + LEASE) == []
+    assert app.store.renew([leased.lease], clock.now(), clock.now() + LEASE) == []
 
 
 def test_a_crash_is_counted_so_a_poison_event_reaches_the_dead_letter_queue(
@@ -179,10 +179,10 @@ def test_a_crash_is_counted_so_a_poison_event_reaches_the_dead_letter_queue(
 ) -> None:
     register_noop(app, retry_policy=RetryPolicy(max_attempts=2))
     app.db.document("orders/o1").set({"n": 1})
-    [first] = claim(app)
+    [first] = lease(app)
     clock.advance(LEASE)
     assert rescue(app) == 1
-    [second] = claim(app)
+    [second] = lease(app)
     assert second.attempt == 2
     clock.advance(LEASE)
     assert rescue(app) == 1
@@ -197,10 +197,10 @@ def test_release_hands_a_delivery_back_without_counting_the_attempt(
 ) -> None:
     seen = register_noop(app)
     app.db.document("orders/o1").set({"n": 1})
-    [claimed] = claim(app)
-    assert app.store.release([claimed.lease]) == 1
-    assert app.store.delivery_states(claimed.event.id) == [("charge", "pending", 0)]
-    assert app.store.attempts(claimed.event.id) == []
+    [leased] = lease(app)
+    assert app.store.release([leased.lease]) == 1
+    assert app.store.delivery_states(leased.event.id) == [("charge", "pending", 0)]
+    assert app.store.attempts(leased.event.id) == []
     app.drain()
     assert [e.attempt for e in seen] == [1]
 
@@ -324,7 +324,7 @@ def test_duplicate_delivery_runs_the_function_again_and_tx_claim_keeps_one_effec
     assert states == [("count_order", "succeeded", 1)] * 3
 
 
-def test_claim_respects_max_instances_without_starving_other_functions(
+def test_a_lease_respects_max_instances_without_starving_other_functions(
     app: App, clock: TestClock
 ) -> None:
     @app.on_document_created("bulk/{b}", max_instances=2)
@@ -339,23 +339,23 @@ def test_claim_respects_max_instances_without_starving_other_functions(
     clock.advance(1)
     app.db.document("orders/o1").set({"n": 1})
     caps = {"bulk": 2}
-    first = claim(app, limit=8, caps=caps)
+    first = lease(app, limit=8, caps=caps)
     assert sorted(c.function for c in first) == ["bulk", "bulk", "charge"]
-    assert claim(app, limit=8, caps=caps) == []  # bulk is at its cap
+    assert lease(app, limit=8, caps=caps) == []  # bulk is at its cap
     bulk_lease = next(c.lease for c in first if c.function == "bulk")
     assert app.store.complete(bulk_lease, Ending("succeeded", finished_at=clock.now()))
-    assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk"]
+    assert [c.function for c in lease(app, limit=8, caps=caps)] == ["bulk"]
     clock.advance(LEASE)  # running deliveries whose lease ran out do not hold a slot
-    assert [c.function for c in claim(app, limit=8, caps=caps)] == ["bulk", "bulk"]
+    assert [c.function for c in lease(app, limit=8, caps=caps)] == ["bulk", "bulk"]
 
 
-def test_claim_takes_the_oldest_due_deliveries_first_up_to_the_limit(
+def test_a_lease_takes_the_oldest_due_deliveries_first_up_to_the_limit(
     app: App, clock: TestClock
 ) -> None:
     register_noop(app)
     for n in range(5):
         app.db.document(f"orders/o{n}").set({"n": n})
         clock.advance(1)
-    claimed = claim(app, limit=3)
-    assert [c.event.source for c in claimed] == ["orders/o0", "orders/o1", "orders/o2"]
-    assert [c.event.source for c in claim(app, limit=3)] == ["orders/o3", "orders/o4"]
+    leased = lease(app, limit=3)
+    assert [c.event.source for c in leased] == ["orders/o0", "orders/o1", "orders/o2"]
+    assert [c.event.source for c in lease(app, limit=3)] == ["orders/o3", "orders/o4"]

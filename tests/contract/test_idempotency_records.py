@@ -34,13 +34,13 @@ def test_store_claim_is_refused_while_a_record_lives_and_replaces_an_expired_one
     app: App,
 ) -> None:
     store = app.store
-    assert store.claim_idempotency(in_progress("t1"), T0)
-    assert not store.claim_idempotency(in_progress("t2", digest="h2"), T0 + LEASE)
+    assert store.acquire_idempotency(in_progress("t1"), T0)
+    assert not store.acquire_idempotency(in_progress("t2", digest="h2"), T0 + LEASE)
     assert store.idempotency_record("charge/k") == in_progress("t1")
     assert store.complete_idempotency("charge/k", "t1", T0 + 1, T0 + 50, '"r"')
-    assert not store.claim_idempotency(in_progress("t3", T0 + 49), T0 + 49)
+    assert not store.acquire_idempotency(in_progress("t3", T0 + 49), T0 + 49)
     # At its expiry a record is free, whatever its status or payload.
-    assert store.claim_idempotency(in_progress("t4", T0 + 51, "h2"), T0 + 51)
+    assert store.acquire_idempotency(in_progress("t4", T0 + 51, "h2"), T0 + 51)
     assert store.idempotency_record("charge/k") == in_progress("t4", T0 + 51, "h2")
 
 
@@ -48,7 +48,7 @@ def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_ou
     app: App,
 ) -> None:
     store = app.store
-    store.claim_idempotency(in_progress("t1"), T0)
+    store.acquire_idempotency(in_progress("t1"), T0)
     assert not store.take_over_idempotency(in_progress("t2", T0 + 10), "t1", T0 + 10)
     assert not store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t0", T0 + LEASE)
     assert store.take_over_idempotency(in_progress("t2", T0 + LEASE), "t1", T0 + LEASE)
@@ -65,7 +65,7 @@ def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_ou
 
 def test_store_complete_and_release_change_only_the_record_their_token_holds(app: App) -> None:
     store = app.store
-    store.claim_idempotency(in_progress("t1"), T0)
+    store.acquire_idempotency(in_progress("t1"), T0)
     assert not store.complete_idempotency("charge/k", "t0", T0 + 1, T0 + 50, '"stale"')
     assert not store.release_idempotency("charge/k", "t0")
     assert not store.complete_idempotency("charge/other", "t1", T0 + 1, T0 + 50, '"r"')
@@ -73,7 +73,7 @@ def test_store_complete_and_release_change_only_the_record_their_token_holds(app
     assert store.release_idempotency("charge/k", "t1")
     assert store.idempotency_record("charge/k") is None
     assert not store.release_idempotency("charge/k", "t1")
-    store.claim_idempotency(in_progress("t2"), T0)
+    store.acquire_idempotency(in_progress("t2"), T0)
     assert store.complete_idempotency("charge/k", "t2", T0 + 1, T0 + 50, None)
     assert not store.release_idempotency("charge/k", "t2"), "a completed record stays"
     assert store.idempotency_record("charge/k") == IdempotencyRecord(
@@ -91,7 +91,7 @@ def test_sqlite_single_statement_writes_wait_for_a_busy_writer(sqlite_url: str) 
     commit = threading.Timer(0.2, other.execute, ("COMMIT",))
     commit.start()
     try:
-        assert app.store.claim_idempotency(in_progress("t1"), T0)
+        assert app.store.acquire_idempotency(in_progress("t1"), T0)
         assert app.store.idempotency_record("charge/k") == in_progress("t1")
     finally:
         commit.join()

@@ -18,8 +18,8 @@ from oncefire.idempotency import (
     TAKE_OVER_AFTER,
     IdempotencySpec,
     _acquire,
-    _Claim,
     _finish,
+    _Hold,
     _release,
 )
 from oncefire.testing import TestClock
@@ -52,7 +52,7 @@ class Done:
 @dataclass(frozen=True)
 class Holder:
     key: str
-    claim: _Claim
+    claim: _Hold
 
 
 class IdempotencyMachine(RuleBasedStateMachine):

@@ -30,7 +30,7 @@ from idempotency_support import (
 
 from oncefire import App, ClaimHeldError, idempotent
 from oncefire.events import Event
-from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _Claim, _finish
+from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _finish, _Hold
 from oncefire.stores.base import IdempotencyRecord
 from oncefire.testing import TestClock, deliver
 
@@ -197,7 +197,7 @@ def test_holder_completing_between_a_duplicates_read_and_its_takeover_keeps_its_
 
 
 def race_takeovers_against_a_late_completion(
-    app: App, spec: IdempotencySpec, holder: _Claim, event: Event
+    app: App, spec: IdempotencySpec, holder: _Hold, event: Event
 ) -> list[str]:
     """RACERS duplicates of event claim its key while its stale holder completes, all at
     once; what each duplicate's claim returned."""
@@ -254,7 +254,7 @@ def test_a_key_that_changes_hands_throughout_a_claim_is_retried_later(
 ) -> None:
     spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
     # Each time: the claim meets a live record, which is released before it is read.
-    monkeypatch.setattr(app.store, "claim_idempotency", lambda record, now: False)
+    monkeypatch.setattr(app.store, "acquire_idempotency", lambda record, now: False)
     monkeypatch.setattr(app.store, "idempotency_record", lambda key: None)
     with pytest.raises(ClaimHeldError, match="changed hands 5 times") as caught:
         _acquire(app.runtime, spec, message_event("e1", amount=500))

@@ -13,10 +13,10 @@ from oncefire.events import Event
 from oncefire.testing import TestClock
 
 
-def claim(app: App, worker: str, limit: int = 50) -> list[tuple[str, int]]:
+def lease(app: App, worker: str, limit: int = 50) -> list[tuple[str, int]]:
     """Lease what is due, as a worker would; (document, count) of each delivery leased."""
     now = app.clock.now()
-    taken = app.store.claim(
+    taken = app.store.lease_due(
         worker=worker,
         now=now,
         lease_until=now + 30,
@@ -35,15 +35,15 @@ def register(app: App, body: Callable[[Event], None] | None = None, **options: o
     app.on_document_written("orders/{o}", ordering="document", **options)(log)
 
 
-def test_a_claim_leases_only_the_oldest_unfinished_delivery_of_each_document(app: App) -> None:
+def test_a_lease_takes_only_the_oldest_unfinished_delivery_of_each_document(app: App) -> None:
     register(app)
     for n in range(3):
         app.db.document("orders/a").set({"n": n})
         app.db.document("orders/b").set({"n": n})
-    first = claim(app, "w1")
+    first = lease(app, "w1")
     assert sorted(first) == [("orders/a", 0), ("orders/b", 0)]
     # Another worker finds nothing: the heads are running, the rest wait behind them.
-    assert claim(app, "w2") == []
+    assert lease(app, "w2") == []
 
 
 def test_unordered_function_leases_every_due_delivery(app: App) -> None:
@@ -51,7 +51,7 @@ def test_unordered_function_leases_every_due_delivery(app: App) -> None:
     for n in range(3):
         app.db.document("orders/a").set({"n": n})
     now = app.clock.now()
-    taken = app.store.claim(
+    taken = app.store.lease_due(
         worker="w", now=now, lease_until=now + 30, limit=10, functions=["<lambda>"], caps={}
     )
     assert len(taken) == 3
@@ -124,7 +124,7 @@ def test_a_writer_that_does_not_register_the_function_still_orders_its_events(
     writer = make_app()  # the CLI, or another service: no functions of its own
     for n in range(3):
         writer.db.document("orders/a").set({"n": n})
-    assert claim(worker, "w1") == [("orders/a", 0)]
+    assert lease(worker, "w1") == [("orders/a", 0)]
 
 
 def test_replay_of_a_dead_letter_runs_it_before_later_events_not_yet_run(app: App) -> None:

@@ -33,11 +33,11 @@ def register(
     app.on_document_written("orders/{o}", ordering_key=key, **options)(log)
 
 
-def claim(app: App, worker: str) -> list[tuple[str, int]]:
-    """Key and lease what is due, as a worker's claim does; (customer, n) of each leased."""
+def lease(app: App, worker: str) -> list[tuple[str, int]]:
+    """Key and lease what is due, as a worker's lease does; (customer, n) of each leased."""
     now = app.clock.now()
-    functions = Keeper(app.runtime, ["log"]).claimable(["log"])
-    taken = app.store.claim(
+    functions = Keeper(app.runtime, ["log"]).leasable(["log"])
+    taken = app.store.lease_due(
         worker=worker, now=now, lease_until=now + 30, limit=50, functions=functions, caps={}
     )
     return [
@@ -54,7 +54,7 @@ def seen_by(seen: list[tuple[str, int]], customer: str) -> list[int]:
     return [n for c, n in seen if c == customer]
 
 
-def test_a_claim_leases_only_the_oldest_unfinished_delivery_of_each_computed_key(
+def test_a_lease_takes_only_the_oldest_unfinished_delivery_of_each_computed_key(
     app: App,
 ) -> None:
     register(app)
@@ -62,8 +62,8 @@ def test_a_claim_leases_only_the_oldest_unfinished_delivery_of_each_computed_key
     for n in range(3):
         write(app, f"a{n}", "ann", n)
         write(app, f"b{n}", "bob", n)
-    assert sorted(claim(app, "w1")) == [("ann", 0), ("bob", 0)]
-    assert claim(app, "w2") == []  # the heads run; the rest wait behind them
+    assert sorted(lease(app, "w1")) == [("ann", 0), ("bob", 0)]
+    assert lease(app, "w2") == []  # the heads run; the rest wait behind them
 
 
 def test_deliveries_of_one_customer_run_in_order_across_documents(app: App) -> None:
@@ -110,7 +110,7 @@ def test_a_writer_that_does_not_register_the_function_still_orders_by_the_key(
     for n in range(3):
         write(writer, f"a{n}", "ann", n)
     write(writer, "b0", "bob", 0)
-    assert sorted(claim(worker, "w1")) == [("ann", 0), ("bob", 0)]
+    assert sorted(lease(worker, "w1")) == [("ann", 0), ("bob", 0)]
 
 
 def test_events_written_before_the_function_existed_are_keyed_when_routed(
@@ -125,14 +125,14 @@ def test_events_written_before_the_function_existed_are_keyed_when_routed(
     worker = make_app()
     register(worker)
     assert offer_unrouted(worker.runtime)[0] == 6  # what a worker's sweep does
-    assert sorted(claim(worker, "w1")) == [("ann", 0), ("bob", 0)]
+    assert sorted(lease(worker, "w1")) == [("ann", 0), ("bob", 0)]
 
 
 def test_an_int_key_is_taken_as_its_text(app: App) -> None:
     register(app, key=lambda e: 7)  # every customer under one key
     write(app, "a0", "ann", 0)
     write(app, "b0", "bob", 0)
-    assert claim(app, "w1") == [("ann", 0)]
+    assert lease(app, "w1") == [("ann", 0)]
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_deliveries_left_without_a_key_run_once_the_function_is_no_longer_keyed(
     first = make_app()
     register(first)
     for n in range(3):
-        write(first, f"a{n}", "ann", n)  # written, never claimed: no key computed yet
+        write(first, f"a{n}", "ann", n)  # written, never leased: no key computed yet
     second = make_app()
     second.on_document_written("orders/{o}", name="log")(lambda e: None)
     assert second.drain().attempts == 3

@@ -18,7 +18,7 @@ from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
 from oncefire.stores import migrations, postgres_listener, queries
-from oncefire.stores.base import DeadLetterFilter, Ending, FunctionRecord, Lease
+from oncefire.stores.base import DeadLetterFilter, Ending, FunctionEntry, Lease
 from oncefire.stores.postgres import PostgresStore
 
 NOW = 1_800_000_000.0
@@ -49,9 +49,7 @@ def admin(postgres_store_url: str) -> Iterator[psycopg.Connection[tuple[object, 
 
 def add_pending(store: PostgresStore, count: int, function: str = "f") -> None:
     """Commit `count` events, each with one pending delivery to `function`."""
-    store.register_functions(
-        [FunctionRecord(function, "message", "t", ("message.published",), NOW)]
-    )
+    store.register_functions([FunctionEntry(function, "message", "t", ("message.published",), NOW)])
     with store.transaction() as tx:
         for n in range(count):
             payload = {"data": n, "attributes": {}}
@@ -59,8 +57,8 @@ def add_pending(store: PostgresStore, count: int, function: str = "f") -> None:
             tx.append(event, [function], NOW)
 
 
-def claim(store: PostgresStore, worker: str, limit: int, caps: dict[str, int]) -> list[int]:
-    claimed = store.claim(
+def lease(store: PostgresStore, worker: str, limit: int, caps: dict[str, int]) -> list[int]:
+    leased = store.lease_due(
         worker=worker,
         now=NOW,
         lease_until=NOW + LEASE,
@@ -68,7 +66,7 @@ def claim(store: PostgresStore, worker: str, limit: int, caps: dict[str, int]) -
         functions=["f"],
         caps=caps,
     )
-    return [c.lease.delivery_id for c in claimed]
+    return [c.lease.delivery_id for c in leased]
 
 
 NEVER = 60.0  # the timeout of a wait that only a notification should end
@@ -141,10 +139,10 @@ def test_notifications_carry_delivery_ids_and_only_for_work_due_now(
 
 
 def take(store: PostgresStore, now: float) -> list[Lease]:
-    claimed = store.claim(
+    leased = store.lease_due(
         worker="w", now=now, lease_until=now + LEASE, limit=5, functions=["f"], caps={}
     )
-    return [c.lease for c in claimed]
+    return [c.lease for c in leased]
 
 
 @pytest.mark.postgres
@@ -279,7 +277,7 @@ def test_a_newer_schema_is_refused(
         open_store()
 
 
-# -- claiming across processes ----------------------------------------------------------
+# -- leasing across processes ----------------------------------------------------------
 
 
 def race(stores: list[PostgresStore], work: Callable[[PostgresStore, str], list[int]]) -> list[int]:
@@ -310,17 +308,17 @@ def test_max_instances_holds_across_stores_sharing_one_database(
 ) -> None:
     stores = [open_store(pool_max=2) for _ in range(6)]
     add_pending(stores[0], 20)
-    taken = race(stores, lambda store, name: claim(store, name, 5, {"f": 3}))
+    taken = race(stores, lambda store, name: lease(store, name, 5, {"f": 3}))
     assert len(taken) == 3
-    assert claim(stores[0], "late", 5, {"f": 3}) == []  # the three leases still run
+    assert lease(stores[0], "late", 5, {"f": 3}) == []  # the three leases still run
 
 
 @pytest.mark.postgres
-def test_a_claimer_frozen_inside_its_transaction_stalls_the_others_for_seconds_only(
+def test_a_worker_frozen_inside_its_lease_transaction_stalls_the_others_for_seconds_only(
     open_store: Callable[..., PostgresStore],
 ) -> None:
-    # A worker claims inside a batch (one transaction a turn); stopped there (SIGSTOP, a
-    # paused machine), it holds the capped function's lock, which every claimer of it waits
+    # A worker leases inside a batch (one transaction a turn); stopped there (SIGSTOP, a
+    # paused machine), it holds the capped function's lock, which every worker leasing it waits
     # for. The server ends a session idle in oncefire's own transaction after 5 s.
     frozen, other = open_store(), open_store()
     add_pending(frozen, 2)
@@ -330,33 +328,33 @@ def test_a_claimer_frozen_inside_its_transaction_stalls_the_others_for_seconds_o
     def freeze() -> None:
         try:
             with frozen.batch():
-                outcome["frozen"] = claim(frozen, "frozen", 5, {"f": 1})
+                outcome["frozen"] = lease(frozen, "frozen", 5, {"f": 1})
                 holding.set()
                 resume.wait(NEVER)
         except StoreError as exc:
             outcome["error"] = exc
 
-    def claim_meanwhile() -> None:
-        outcome["other"] = claim(other, "other", 5, {"f": 1})
+    def lease_meanwhile() -> None:
+        outcome["other"] = lease(other, "other", 5, {"f": 1})
 
     frozen_thread = threading.Thread(target=freeze)
     frozen_thread.start()
     try:
         assert holding.wait(NEVER)
-        claimer = threading.Thread(target=claim_meanwhile, daemon=True)
-        claimer.start()
-        claimer.join(NEVER)
-        assert not claimer.is_alive(), "the frozen claimer's lock stalled the other for good"
+        leaser = threading.Thread(target=lease_meanwhile, daemon=True)
+        leaser.start()
+        leaser.join(NEVER)
+        assert not leaser.is_alive(), "the frozen worker's lock stalled the other for good"
     finally:
         resume.set()
         frozen_thread.join(NEVER)
     assert len(outcome["frozen"]) == 1  # type: ignore[arg-type]
-    assert outcome["other"] == outcome["frozen"]  # its uncommitted claim was rolled back
+    assert outcome["other"] == outcome["frozen"]  # its uncommitted lease was rolled back
     assert isinstance(outcome.get("error"), StoreError)  # it learns so when it resumes
 
 
 @pytest.mark.postgres
-def test_concurrent_claims_take_each_delivery_once(
+def test_concurrent_leases_take_each_delivery_once(
     open_store: Callable[..., PostgresStore],
 ) -> None:
     stores = [open_store(pool_max=2) for _ in range(4)]
@@ -364,7 +362,7 @@ def test_concurrent_claims_take_each_delivery_once(
 
     def drain(store: PostgresStore, name: str) -> list[int]:
         ids: list[int] = []
-        while batch := claim(store, name, 7, {}):
+        while batch := lease(store, name, 7, {}):
             ids += batch
         return ids
 
@@ -416,7 +414,7 @@ def test_concurrent_creators_of_a_missing_document_run_one_after_the_other(
 
 
 @pytest.mark.postgres
-def test_one_of_many_concurrent_claims_of_a_key_wins(postgres_store_url: str) -> None:
+def test_one_of_many_concurrent_tx_claims_of_a_key_wins(postgres_store_url: str) -> None:
     app = App(postgres_store_url)
 
     def claim_key() -> object:
@@ -443,7 +441,7 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.Monk
 
 
 @pytest.mark.postgres
-def test_a_claim_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
+def test_a_lease_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
     open_store: Callable[..., PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(pool_min=1, pool_max=1)  # every call below uses the same connection
@@ -456,15 +454,15 @@ def test_a_claim_is_one_round_trip_and_a_failed_one_leaves_its_connection_clean(
         return real_pipeline(conn)
 
     monkeypatch.setattr(psycopg.Connection, "pipeline", pipeline)
-    assert len(claim(store, "w1", 1, {})) == 1
-    assert sent == ["pipeline"]  # BEGIN, SET LOCAL, the claim and COMMIT sent together
+    assert len(lease(store, "w1", 1, {})) == 1
+    assert sent == ["pipeline"]  # BEGIN, SET LOCAL, the lease and COMMIT sent together
 
     monkeypatch.setitem(queries.load("postgres"), "lease_due", "SELECT no_such_column")
     with pytest.raises(StoreError):
-        claim(store, "w1", 1, {})
+        lease(store, "w1", 1, {})
     monkeypatch.undo()
-    # The failed transaction was rolled back: the connection claims the rest as before.
-    assert len(claim(store, "w2", 5, {})) == 2
+    # The failed transaction was rolled back: the connection leases the rest as before.
+    assert len(lease(store, "w2", 5, {})) == 2
 
 
 @pytest.mark.postgres
@@ -478,7 +476,7 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
     store = open_store()
     add_pending(store, 300)
     admin.execute("ANALYZE")
-    claimed = store.claim(
+    leased = store.lease_due(
         worker="w", now=NOW, lease_until=NOW + LEASE, limit=300, functions=["f"], caps={}
     )
     sent: list[tuple[str, object]] = []
@@ -488,7 +486,7 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
         return []
 
     monkeypatch.setattr(store.pool, "run", run)
-    store.complete_many([(c.lease, Ending("succeeded", finished_at=NOW + 1)) for c in claimed])
+    store.complete_many([(c.lease, Ending("succeeded", finished_at=NOW + 1)) for c in leased])
     monkeypatch.undo()
     [(query, args)] = sent
     plan = "\n".join(str(r[0]) for r in admin.execute(f"EXPLAIN {query}", args))  # type: ignore[call-overload]

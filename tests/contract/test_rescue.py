@@ -12,7 +12,7 @@ import pytest
 
 from oncefire import App, RetryPolicy
 from oncefire.events import Event
-from oncefire.stores.base import Claimed
+from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
 
@@ -36,7 +36,7 @@ def test_two_workers_rescue_a_dead_workers_512_leases_once_each(
         register(app)
     event_ids = [dead.publish("t", {"n": n}) for n in range(DEAD_HELD)]
     now = clock.now()
-    held = dead.store.claim(
+    held = dead.store.lease_due(
         worker="dead", now=now, lease_until=now + LEASE, limit=DEAD_HELD, functions=["f"], caps={}
     )
     assert len(held) == DEAD_HELD
@@ -53,7 +53,7 @@ def test_two_workers_rescue_a_dead_workers_512_leases_once_each(
 
         def recorded(
             now: float, lease_until: float, functions: Sequence[str], limit: int
-        ) -> list[Claimed]:
+        ) -> list[Leased]:
             rows = take(now, lease_until, functions, limit)
             taken[name] += [c.lease.delivery_id for c in rows]
             return rows

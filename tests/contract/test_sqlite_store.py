@@ -322,7 +322,7 @@ def test_a_store_that_cannot_migrate_keeps_no_file_open(sqlite_url: str) -> None
     assert not {f for f in open_files() if f.startswith(path)}
 
 
-def test_claiming_walks_the_due_index_instead_of_sorting_the_backlog(sqlite_url: str) -> None:
+def test_leasing_walks_the_due_index_instead_of_sorting_the_backlog(sqlite_url: str) -> None:
     app = App(sqlite_url, clock=TestClock())
 
     @app.on_document_created("orders/{o}")
@@ -336,7 +336,7 @@ def test_claiming_walks_the_due_index_instead_of_sorting_the_backlog(sqlite_url:
     conn.set_trace_callback(statements.append)
     try:
         now = app.clock.now()
-        app.store.claim(
+        app.store.lease_due(
             worker="w", now=now, lease_until=now + 30, limit=5, functions=["charge"], caps={}
         )
     finally:

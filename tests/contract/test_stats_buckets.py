@@ -59,7 +59,7 @@ def crash_one(app: App, function: str) -> None:
     """A worker leases and starts one due delivery of `function`, then dies; another worker's
     sweep records the crashed attempt once the lease has run out."""
     now = app.clock.now()
-    claimed = app.store.claim(
+    leased = app.store.lease_due(
         worker="gone",
         now=now,
         lease_until=now + 30,
@@ -67,7 +67,7 @@ def crash_one(app: App, function: str) -> None:
         functions=[function],
         caps={},
     )
-    app.store.start([c.lease for c in claimed], now)
+    app.store.start([c.lease for c in leased], now)
     app.clock.advance(31)  # type: ignore[attr-defined]
     assert Worker(app.runtime).rescue() == 1
 

@@ -44,7 +44,7 @@ def leased(app: App, worker: str) -> list[str]:
     keyed = {n: t for n, t in app.triggers.items() if t.options.ordering_key is not None}
     key_deliveries(app.store, keyed, app.clock.now())  # as a worker's sweep does
     now = app.clock.now()
-    taken = app.store.claim(
+    taken = app.store.lease_due(
         worker=worker,
         now=now,
         lease_until=now + 30,
@@ -159,8 +159,8 @@ def test_max_instances_caps_the_leases_of_a_row_function(app: App, writer: Write
     route_new(app.runtime)
     worker = Worker(app.runtime)
     try:
-        claimed = worker._claim(None)  # the claim a worker makes, with its caps
-        assert sorted(c.function for c in claimed) == ["archive"] * 3 + ["bulk"] * 2
+        leased = worker._lease_due(None)  # the lease a worker takes, with its caps
+        assert sorted(c.function for c in leased) == ["archive"] * 3 + ["bulk"] * 2
     finally:
         worker.shutdown()
 

@@ -1,5 +1,5 @@
-"""A worker claims in batches sized by its attempts' durations, and records a batch's attempts
-in the transaction that claims the next one."""
+"""A worker leases in batches sized by its attempts' durations, and records a batch's attempts
+in the transaction that leases the next one."""
 
 from __future__ import annotations
 
@@ -28,15 +28,15 @@ def test_a_second_worker_gets_work_while_the_first_runs_slow_attempts(app: App) 
     for _ in range(50):
         first.flights.learn(2.0)  # it has seen slow attempts: it must not hoard the backlog
     try:
-        assert first.claim_and_start() == 2
-        assert second.claim_and_start() == 2
+        assert first.lease_and_start() == 2
+        assert second.lease_and_start() == 2
     finally:
         release.set()
         first.shutdown()
         second.shutdown()
 
 
-def test_a_worker_of_short_attempts_claims_ahead_of_its_slots(app: App) -> None:
+def test_a_worker_of_short_attempts_leases_ahead_of_its_slots(app: App) -> None:
     @app.on_message("quick")
     def quick(event: Event) -> None:
         pass
@@ -48,7 +48,7 @@ def test_a_worker_of_short_attempts_claims_ahead_of_its_slots(app: App) -> None:
     for _ in range(50):
         worker.flights.learn(0.0001)
     try:
-        assert worker.claim_and_start() == 100  # one transaction for the backlog, not 50
+        assert worker.lease_and_start() == 100  # one transaction for the backlog, not 50
     finally:
         worker.shutdown()
 
@@ -64,12 +64,12 @@ def test_a_worker_whose_attempts_turned_slow_leaves_the_backlog_to_another(app: 
         app.publish("slow", {"n": n})
     first, second = Worker(app.runtime, concurrency=2), Worker(app.runtime, concurrency=2)
     for _ in range(1000):
-        first.flights.learn(0.0001)  # its attempts were short: it would claim ahead ...
+        first.flights.learn(0.0001)  # its attempts were short: it would lease ahead ...
     for _ in range(30):
         first.flights.learn(2.0)  # ... but the last 30 were slow (the mean of all is 58 ms)
     try:
-        assert first.claim_and_start() == 2
-        assert second.claim_and_start() == 2
+        assert first.lease_and_start() == 2
+        assert second.lease_and_start() == 2
     finally:
         release.set()
         first.shutdown()
@@ -90,7 +90,7 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
     store: Any = app.store
     batches: list[list[str]] = []  # the store calls each outermost batch made
     depth = 0
-    real_batch, real_claim, real_complete_many = store.batch, store.claim, store.complete_many
+    real_batch, real_lease, real_complete_many = store.batch, store.lease_due, store.complete_many
 
     @contextmanager
     def counting_batch() -> Iterator[None]:
@@ -113,14 +113,14 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
         return call
 
     monkeypatch.setattr(store, "batch", counting_batch)
-    monkeypatch.setattr(store, "claim", noting("claim", real_claim))
+    monkeypatch.setattr(store, "lease_due", noting("lease_due", real_lease))
     monkeypatch.setattr(store, "complete_many", noting("complete_many", real_complete_many))
 
     summary = Worker(app.runtime, concurrency=4).drain()
 
     assert summary["succeeded"] == 300
     # 4 first (no duration known yet), then batches of up to 512: a handful of transactions,
-    # each recording the last batch and claiming the next (and a few marking a wave of queued
+    # each recording the last batch and leasing the next (and a few marking a wave of queued
     # deliveries started).
     assert len(batches) <= 8, batches
-    assert ["complete_many", "claim"] in batches
+    assert ["complete_many", "lease_due"] in batches

@@ -73,7 +73,7 @@ def two_workers(make_app: Callable[..., App], **first_settings: Any) -> tuple[Ru
 
 
 def prefetching(app: App, concurrency: int = 1) -> Worker:
-    """A worker that has learned its attempts are short, so it claims ahead of its slots."""
+    """A worker that has learned its attempts are short, so it leases ahead of its slots."""
     worker = Worker(app.runtime, concurrency=concurrency)
     for _ in range(20):
         worker.flights.learn(0.0001)
@@ -84,7 +84,7 @@ def finish(worker: Worker) -> None:
     """Run a worker's loop until it holds nothing."""
     deadline = time.monotonic() + WAIT
     while worker.is_busy and time.monotonic() < deadline:
-        worker.claim_and_start()
+        worker.lease_and_start()
         worker.collect(0.02)
     assert not worker.is_busy
 
@@ -200,7 +200,7 @@ def test_a_record_the_store_still_refuses_is_a_dead_letter_and_its_mates_are_rec
     assert runs.count == dict.fromkeys(ids, 1)
     assert [app.store.delivery_states(i)[0][1] for i in ids] == ["succeeded", "dead", "succeeded"]
     (letter,) = app.dead_letters.list()
-    assert "could not record attempt 1" in (letter.error or "")
+    assert "could not write attempt 1" in (letter.error or "")
     assert "The store refused this record." in (letter.error or "")
 
 
@@ -247,7 +247,7 @@ def test_a_queued_delivery_whose_lease_was_lost_is_dropped_before_it_starts(
     runs, first, second = two_workers(make_app)
     ids = publish(first, {"block": True}, {"n": 1}, {"n": 2})
     worker = prefetching(first)
-    assert worker.claim_and_start() == 3  # one running, two queued
+    assert worker.lease_and_start() == 3  # one running, two queued
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # this worker stalls past its leases; another rescues them all
     second.drain()
@@ -267,7 +267,7 @@ def test_shutdown_keeps_the_lease_of_an_attempt_still_running(
     runs, first, second = two_workers(make_app, shutdown_grace=0.1)
     running, queued = publish(first, {"block": True}, {"n": 1})
     worker = prefetching(first)
-    assert worker.claim_and_start() == 2
+    assert worker.lease_and_start() == 2
     assert runs.started.wait(WAIT)
     worker.shutdown()
     assert first.store.delivery_states(running)[0][1:] == ("running", 1)
@@ -312,10 +312,10 @@ def test_an_error_building_the_event_is_a_failed_attempt_with_its_cause(
     broken, fine = publish(app, {"broken": True}, {"n": 1})
     real_build = execution_module.build_event
 
-    def build_event(trigger: Any, claimed: Any) -> Event:
-        if claimed.event.id == broken:
+    def build_event(trigger: Any, leased: Any) -> Event:
+        if leased.event.id == broken:
             raise RuntimeError("the event could not be built")
-        return real_build(trigger, claimed)
+        return real_build(trigger, leased)
 
     monkeypatch.setattr(execution_module, "build_event", build_event)
     app.drain()
@@ -386,7 +386,7 @@ def test_deliveries_a_dead_worker_held_but_never_started_are_not_charged(
     runs, first, second = two_workers(make_app)
     blocked, *queued = publish(first, {"block": True}, *({"n": n} for n in range(5)))
     worker = prefetching(first)
-    assert worker.claim_and_start() == 6  # one running, five queued
+    assert worker.lease_and_start() == 6  # one running, five queued
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # its process dies (this worker is never used again)
     second.drain()

@@ -60,7 +60,7 @@ def test_metrics_count_rescues_of_deliveries_whose_worker_died(
     try:
         shop.app.db.document("orders/o1").set({"n": 1})
         now = clock.now()
-        leased = shop.app.store.claim(
+        leased = shop.app.store.lease_due(
             worker="dead-worker", now=now, lease_until=now + 30, limit=1,
             functions=["ship"], caps={},
         )  # fmt: skip

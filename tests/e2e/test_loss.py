@@ -26,7 +26,7 @@ def intervals(workers: Workers) -> dict[int, tuple[float, float]]:
 
 def test_a_timed_out_attempt_never_runs_beside_its_retry(start: Callable[..., Workers]) -> None:
     workers = start(2, FAST, "--concurrency", "2")
-    # One commit for both, so one process claims both: the slow one keeps that process alive
+    # One commit for both, so one process leases both: the slow one keeps that process alive
     # (its graceful stop waits for it) long after the overrun's timeout.
     with workers.app.store.batch():
         slow_id = workers.app.publish("slow", {"sleep": 4})
@@ -47,7 +47,7 @@ def test_a_killed_worker_charges_only_the_attempt_it_started(
     start: Callable[..., Workers],
 ) -> None:
     workers = start(1, FAST, "--concurrency", "1")
-    with workers.app.store.batch():  # short attempts first: the worker learns to claim ahead
+    with workers.app.store.batch():  # short attempts first: the worker learns to lease ahead
         warm = [workers.app.publish("slow", {"sleep": 0}) for _ in range(20)]
     for event_id in warm:
         workers.settled(event_id)

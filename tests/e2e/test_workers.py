@@ -282,7 +282,7 @@ def test_max_instances_holds_across_six_processes_and_a_sigkill_leaks_no_slot(
             while not done.is_set():
                 # A rescuer re-leases a dead worker's deliveries to itself for a moment, to
                 # charge or hand them back; they keep the dead worker's name and never run
-                # under that lease, so they are not counted. A claim counts them (its check is
+                # under that lease, so they are not counted. A lease counts them (its check is
                 # stricter).
                 holders = leases.holders("capped")
                 in_store = sum(is_alive(pid_of(worker)) for worker in holders)
@@ -391,7 +391,7 @@ def test_the_worker_loop_outlives_a_store_that_fails_for_a_while(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # In this process: another connection holds the write lock past a short busy timeout, so
-    # the worker's claims fail with StoreError as they would while PostgreSQL restarts.
+    # the worker's leases fail with StoreError as they would while PostgreSQL restarts.
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 200)
     monkeypatch.setattr(worker_module, "STORE_BACKOFF", 0.1)
     app = App(f"sqlite:///{tmp_path}/outage.db")
@@ -440,10 +440,10 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
     )
     try:
         app.publish("t", {"name": "warm-up"})  # teaches the worker a short mean duration,
-        first.drain()  # so that it claims ahead of its one slot
+        first.drain()  # so that it leases ahead of its one slot
         app.publish("t", {"name": "blocker"})
         app.publish("t", {"name": "queued"})
-        assert first.claim_and_start() == 2  # the blocker runs, "queued" waits in the queue
+        assert first.lease_and_start() == 2  # the blocker runs, "queued" waits in the queue
         wait_for("the blocker to start", lambda: "blocker" in runs)
         clock.advance(app.settings.lease + 1)  # both leases run out; another worker takes them
         second.rescue()
@@ -453,7 +453,7 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
         release.set()
         wait_for("the blocker to end", lambda: all(f.done() for f in first.flights.running))
         first.collect(1.0)
-        first.claim_and_start()
+        first.lease_and_start()
         wait_for("the first worker to settle", lambda: all(f.done() for f in first.flights.running))
         assert runs.count("queued") == 1, runs
     finally:

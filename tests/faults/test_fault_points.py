@@ -25,10 +25,10 @@ import pytest
 from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent, ttl
 from oncefire.errors import EventNotFoundError
 from oncefire.events import Event
-from oncefire.execution import record
+from oncefire.execution import write_ending
 from oncefire.retry import Outcome
 from oncefire.stores import faults
-from oncefire.stores.base import Claimed, Ending
+from oncefire.stores.base import Ending, Leased
 from oncefire.testing import TestClock
 
 LEASE = 30.0
@@ -83,13 +83,13 @@ class World:
         self.events.append(event_id)
         return event_id
 
-    def hold(self, event_id: str, *, is_started: bool = True, function: str = "plain") -> Claimed:
+    def hold(self, event_id: str, *, is_started: bool = True, function: str = "plain") -> Leased:
         """Lease the event's delivery as a worker would (and start it)."""
         now = self.clock.now()
-        claimed = self.app.store.claim(
+        leased = self.app.store.lease_due(
             worker="w", now=now, lease_until=now + LEASE, limit=100, functions=[function], caps={}
         )
-        [mine] = [c for c in claimed if c.event.id == event_id]
+        [mine] = [c for c in leased if c.event.id == event_id]
         if is_started:
             self.app.store.start([mine.lease], now)
         return mine
@@ -97,7 +97,7 @@ class World:
     def dead_letter(self) -> int:
         """A delivery of a fresh event, buried; its id."""
         held = self.hold(self.publish())
-        assert record(
+        assert write_ending(
             self.app.runtime, self.app.triggers["plain"], held, Ending(Outcome.PERMANENT, "x")
         )
         return held.lease.delivery_id
@@ -124,7 +124,7 @@ class World:
                 if state == "running":
                     assert attempt == last + 1, (state, attempt, numbers)
                 elif state == "pending" and attempt == 0:
-                    pass  # replayed (or never claimed)
+                    pass  # replayed (or never leased)
                 else:
                     assert attempt == last, (function, state, attempt, numbers)
                 if is_final:
@@ -167,21 +167,21 @@ def write_recovered(world: World, order: str) -> None:
     assert landed == (1 if exists else 0), f"the tx.claim write landed {landed} times"
 
 
-def claim_act(world: World, event_id: str) -> None:
+def lease_act(world: World, event_id: str) -> None:
     now = world.clock.now()
-    world.app.store.claim(
+    world.app.store.lease_due(
         worker="w", now=now, lease_until=now + LEASE, limit=100, functions=["plain"], caps={}
     )
 
 
-def renew_act(world: World, held: Claimed) -> None:
+def renew_act(world: World, held: Leased) -> None:
     now = world.clock.now()
     world.app.store.renew([held.lease], now, now + LEASE)
 
 
-def ending(outcome: Outcome) -> Callable[[World, Claimed], None]:
-    def act(world: World, held: Claimed) -> None:
-        record(world.app.runtime, world.app.triggers["plain"], held, Ending(outcome, "boom"))
+def ending(outcome: Outcome) -> Callable[[World, Leased], None]:
+    def act(world: World, held: Leased) -> None:
+        write_ending(world.app.runtime, world.app.triggers["plain"], held, Ending(outcome, "boom"))
 
     return act
 
@@ -309,7 +309,7 @@ def write_and_drain(world: World, order: str) -> None:
 
 PATHS = [
     Path("write + outbox", write_setup, write, write_then, write_recovered),
-    Path("claim (lease)", lambda w: w.publish(), claim_act, after_recovery=ran_once),
+    Path("lease", lambda w: w.publish(), lease_act, after_recovery=ran_once),
     Path("renew", lambda w: w.hold(w.publish()), renew_act),
     Path("complete", lambda w: w.hold(w.publish()), ending(Outcome.SUCCEEDED)),
     Path("retry", lambda w: w.hold(w.publish()), ending(Outcome.FAILED)),
@@ -317,7 +317,7 @@ PATHS = [
     Path("replay", World.dead_letter, lambda w, i: w.app.dead_letters.replay(i)),
     Path("dismiss", World.dead_letter, lambda w, i: w.app.dead_letters.dismiss(i)),
     Path("tx.claim", write_setup, write_and_drain, None, write_recovered, True),
-    Path("@idempotent claim + complete", charge_setup, drain, None, charged_once, True),
+    Path("@idempotent acquire + complete", charge_setup, drain, None, charged_once, True),
     Path("@idempotent release", release_setup, drain, None, charged_once, True),
     Path("@idempotent take-over", take_over_setup, drain, None, charged_once, True),
     Path(

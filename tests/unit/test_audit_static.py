@@ -141,8 +141,8 @@ def test_a_read_modify_write_is_flagged_and_a_claimed_increment_is_not(tmp_path:
             snap = app.db.document("stats/all").get()
             app.db.document("stats/all").set({"n": snap.get("n") + 1})
 
-        @app.on_document_created("orders/{o}", max_instances=1, name="claimed")
-        def claimed(event):
+        @app.on_document_created("orders/{o}", max_instances=1, name="leased")
+        def leased(event):
             with app.db.transaction() as tx:
                 if not tx.claim(event.id):
                     return

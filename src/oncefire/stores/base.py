@@ -19,14 +19,14 @@ from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
 from oncefire.stores.records import Catalog as Catalog
-from oncefire.stores.records import Claimed as Claimed
 from oncefire.stores.records import Ending as Ending
 from oncefire.stores.records import Fanout as Fanout
 from oncefire.stores.records import FunctionCounts as FunctionCounts
-from oncefire.stores.records import FunctionRecord as FunctionRecord
+from oncefire.stores.records import FunctionEntry as FunctionEntry
 from oncefire.stores.records import FunctionRow as FunctionRow
 from oncefire.stores.records import IdempotencyRecord as IdempotencyRecord
 from oncefire.stores.records import Lease as Lease
+from oncefire.stores.records import Leased as Leased
 from oncefire.stores.table_triggers import TableTriggers
 
 
@@ -72,7 +72,7 @@ class DocumentTx(Protocol):
     def set_index_entries(self, path: str, collection: str, entries: dict[str, str]) -> None:
         """Replace the index entries (field -> value key) of a document."""
 
-    def functions(self) -> list[FunctionRecord]: ...
+    def functions(self) -> list[FunctionEntry]: ...
 
     def append(
         self,
@@ -100,7 +100,7 @@ class DocumentTx(Protocol):
     def claim_key(self, key: str, now: float, expires_at: float) -> bool:
         """Record an idempotency key; False if a live record of it exists."""
 
-    def record_dedupe(self, function: str, now: float) -> None:
+    def count_dedupe_hit(self, function: str, now: float) -> None:
         """Count one duplicate skipped by an idempotency helper."""
 
 
@@ -146,7 +146,7 @@ class Store(Protocol):
         False, having written nothing, when the caller must write through a transaction
         (also when fanout_of answers None)."""
 
-    def register_functions(self, records: Sequence[FunctionRecord]) -> None: ...
+    def register_functions(self, records: Sequence[FunctionEntry]) -> None: ...
 
     def declare_index(
         self,
@@ -164,7 +164,7 @@ class Store(Protocol):
         """Paths of at most limit documents of a collection whose key of an indexed field
         lies in one of two key ranges, each walked from its lowest key (one index probe)."""
 
-    def claim(
+    def lease_due(
         self,
         *,
         worker: str,
@@ -176,10 +176,10 @@ class Store(Protocol):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker. A
         function in `rates` takes at most the whole tokens of its bucket, and spends one a
-        delivery leased. A solo delivery is leased only alone: a claim takes the due ones
+        delivery leased. A solo delivery is leased only alone: a lease takes the due ones
         before the first solo one, or that one alone if it comes first and the worker holds
         nothing else (is_alone)."""
 
@@ -216,19 +216,19 @@ class Store(Protocol):
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
 
     def start(self, leases: Sequence[Lease], now: float, *, is_ahead: bool = False) -> set[int]:
-        """Mark claimed deliveries started (their claimed_at is now; a claim leaves it NULL),
+        """Mark leased deliveries started (their started_at is now; a lease leaves it NULL),
         if their lease still holds; the ids marked. Only a started delivery whose lease ran out
         is charged an attempt; one marked is_ahead (a wave ahead, with others) is handed back
         uncharged and solo instead. Marking it again without is_ahead makes it started."""
 
     def release(self, leases: Sequence[Lease], *, is_solo: bool = False) -> int:
         """Hand running deliveries back to pending without counting their attempt; is_solo
-        makes each leased alone from now on (see claim)."""
+        makes each leased alone from now on (see lease_due)."""
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those (the rest are lost)."""
 
-    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Claimed]:
+    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Leased]:
         """Running deliveries whose lease ran out before now (their worker died)."""
 
     def use_clock(self, clock: Clock) -> None:
@@ -237,7 +237,7 @@ class Store(Protocol):
 
     def take_expired_leases(
         self, now: float, lease_until: float, functions: Sequence[str], limit: int
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Re-lease up to limit deliveries whose lease ran out before now to the caller until
         lease_until, atomically: two rescuers never take the same one."""
 
@@ -278,10 +278,10 @@ class Store(Protocol):
     def next_due(self, functions: Sequence[str]) -> float | None:
         """The earliest run_at of a pending delivery, or None."""
 
-    def record_dedupe(self, function: str, now: float) -> None: ...
+    def count_dedupe_hit(self, function: str, now: float) -> None: ...
 
     def purge_expired_claims(self, now: float, limit: int) -> int:
-        """Delete claim and idempotency records whose expiry has passed; return how many."""
+        """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
 
     def purge(self, kind: str, before: float, limit: int) -> dict[str, int]:
         """Delete up to `limit` rows of one kind of history (oncefire.retention.KINDS) older
@@ -296,7 +296,7 @@ class Store(Protocol):
 
     # @idempotent records: each operation is one statement, committed on its own.
 
-    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+    def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
         """Insert an in-progress record, replacing one that expired (expires_at <= now);
         False, changing nothing, while a live record of the key exists."""
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oncefire.stores.base import Catalog, Fanout, FunctionRecord
+from oncefire.stores.base import Catalog, Fanout, FunctionEntry
 
 __all__ = [
     "Catalog",
@@ -15,15 +15,15 @@ __all__ = [
     "Fanout",
     "building_fields",
     "fields_by_collection",
-    "function_record",
+    "function_entry",
 ]
 
 
-def function_record(row: tuple[str, str, str, str, float, str | None]) -> FunctionRecord:
-    """A FunctionRecord from a (name, kind, source, event_types, registered_at, fields) row;
+def function_entry(row: tuple[str, str, str, str, float, str | None]) -> FunctionEntry:
+    """A FunctionEntry from a (name, kind, source, event_types, registered_at, fields) row;
     fields is a JSON list or NULL."""
     fields = tuple(json.loads(row[5])) if row[5] else ()
-    return FunctionRecord(row[0], row[1], row[2], tuple(row[3].split(",")), row[4], fields=fields)
+    return FunctionEntry(row[0], row[1], row[2], tuple(row[3].split(",")), row[4], fields=fields)
 
 
 def fields_by_collection(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[str, ...]]:

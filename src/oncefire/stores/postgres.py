@@ -1,6 +1,6 @@
 """The scale-out store: PostgreSQL through psycopg 3 and a pool, shared by any number of workers.
 
-What is the same on SQLite lives in SqlStore; here: connections, migrations, claiming (FOR
+What is the same on SQLite lives in SqlStore; here: connections, migrations, leasing (FOR
 UPDATE SKIP LOCKED), ending deliveries in one statement each, waking on NOTIFY (with polling
 behind it), and the one-statement document write. Every statement goes to the one server the
 URL names: no decision reads a replica.
@@ -22,7 +22,7 @@ from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import Claimed, Ending, Lease, error_group_of
+from oncefire.stores.base import Ending, Lease, Leased, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row
 from oncefire.stores.sql_store import SqlStore
@@ -63,10 +63,10 @@ def _ending(lease: Lease, result: Ending, **more: Any) -> dict[str, Any]:
     }
 
 
-def _expired(rows: list[Row], now: float) -> list[Claimed]:
-    """Claimed deliveries of rows (id, token, function, attempt, claimed_at, event...)."""
+def _expired(rows: list[Row], now: float) -> list[Leased]:
+    """Leased deliveries of rows (id, token, function, attempt, started_at, event...)."""
     return [
-        Claimed(
+        Leased(
             Lease(r[0], r[1]),
             r[2],
             r[3],
@@ -195,7 +195,7 @@ class PostgresStore(SqlStore):
             for version, sql in steps:
                 if version > current:
                     st.conn.execute(sql.encode())  # a script: no parameters, several statements
-                    st.execute("record_schema_version", {"version": version})
+                    st.execute("write_schema_version", {"version": version})
                     current = version
         return current
 
@@ -209,7 +209,7 @@ class PostgresStore(SqlStore):
 
     # -- deliveries --------------------------------------------------------------------
 
-    def claim(
+    def lease_due(
         self,
         *,
         worker: str,
@@ -221,9 +221,9 @@ class PostgresStore(SqlStore):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
-        one only alone, see Store.claim)."""
+        one only alone, see Store.lease_due)."""
         if not functions or limit <= 0 or (delivery_ids is not None and not delivery_ids):
             return []
         offset = self.database_clock.offset()
@@ -237,7 +237,7 @@ class PostgresStore(SqlStore):
             "ids": list(delivery_ids or ()),
             "is_alone": is_alone,
         }
-        if not caps and not rated:  # one round trip: an idle worker's claim is on the path
+        if not caps and not rated:  # one round trip: an idle worker's lease is on the path
             rows = self.pool.run_with(SQL["no_bitmap_scans"], SQL["lease_due"], args)
         else:
             with self._write() as st:
@@ -257,14 +257,14 @@ class PostgresStore(SqlStore):
                 if buckets is not None:
                     buckets.spend(st, Counter(r[1] for r in rows))
         return [
-            Claimed(Lease(r[0], r[3]), r[1], r[2], now, StoredEvent(*r[4:12]), r[12], is_solo=r[13])
+            Leased(Lease(r[0], r[3]), r[1], r[2], now, StoredEvent(*r[4:12]), r[12], is_solo=r[13])
             for r in rows
         ]
 
     @staticmethod
     def _room(st: PostgresStatements, caps: dict[str, int], now: float) -> dict[str, int]:
-        """Free slots per capped function, counted under a lock every claimer of it takes."""
-        names = sorted(caps)  # one lock order everywhere, so claimers never deadlock
+        """Free slots per capped function, counted under a lock every worker leasing it takes."""
+        names = sorted(caps)  # one lock order everywhere, so leasing workers never deadlock
         for name in names:
             st.execute("lock_function", {"key": lock_key("function", name)})
         rows = st.fetch("running_counts", {"now": now, "functions": names})
@@ -353,7 +353,7 @@ class PostgresStore(SqlStore):
         kept = {int(r[0]) for r in self._pooled.fetch("renew_leases", args)}
         return [lease for lease in leases if lease.delivery_id in kept]
 
-    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Claimed]:
+    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Leased]:
         """Running deliveries whose lease ran out before now (their worker died)."""
         if not functions:
             return []
@@ -363,7 +363,7 @@ class PostgresStore(SqlStore):
 
     def take_expired_leases(
         self, now: float, lease_until: float, functions: Sequence[str], limit: int
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Re-lease deliveries whose lease ran out to the caller, in one statement that skips
         rows another rescuer holds (FOR UPDATE SKIP LOCKED)."""
         if not functions:

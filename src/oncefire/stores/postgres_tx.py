@@ -24,7 +24,7 @@ from oncefire.stores.catalog import (
     Fanout,
     building_fields,
     fields_by_collection,
-    function_record,
+    function_entry,
 )
 from oncefire.stores.postgres_statements import Connection, PostgresStatements
 from oncefire.stores.sql_tx import SqlTx
@@ -85,7 +85,7 @@ class PostgresTx(SqlTx):
         ((found, functions, fields),) = self.postgres.fetch("catalog")
         return Catalog(
             int(found),
-            tuple(function_record(r) for r in functions),
+            tuple(function_entry(r) for r in functions),
             fields_by_collection(fields),
             building_fields(fields),
         )

@@ -1,4 +1,4 @@
-"""Token buckets in the store: the tokens a claim may spend, and what it spent. The rules
+"""Token buckets in the store: the tokens a lease may spend, and what it spent. The rules
 (refill, burst) are the core's (rates.py); a store only reads, locks and writes the rows."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from oncefire.stores.connection import Statements
 
 
 class Buckets:
-    """The buckets of one claim's rate-limited functions, as of `now`, read in its transaction."""
+    """The buckets of one lease's rate-limited functions, as of `now`, read in its transaction."""
 
     def __init__(
         self, st: Statements, rates: Mapping[str, RateLimit], now: float, *, lock: bool
     ) -> None:
         self.now = now
-        names = sorted(rates)  # one lock order everywhere, so claimers never deadlock
+        names = sorted(rates)  # one lock order everywhere, so leasing workers never deadlock
         if lock:
             bursts = [rates[n].burst for n in names]
             st.execute("ensure_rate_buckets", {"functions": names, "tokens": bursts, "now": now})

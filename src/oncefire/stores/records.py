@@ -10,7 +10,7 @@ from oncefire.events import StoredEvent
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionRecord:
+class FunctionEntry:
     """A registered function as the store knows it, so any writer can fan out to it."""
 
     name: str
@@ -27,7 +27,7 @@ class Catalog:
     """The functions and index fields of a store as of one catalogue version."""
 
     version: int
-    functions: tuple[FunctionRecord, ...]
+    functions: tuple[FunctionEntry, ...]
     index_fields: dict[str, tuple[str, ...]]  # collection -> fields, sorted
     building: frozenset[tuple[str, str]] = frozenset()  # (collection, field) still indexing
 
@@ -51,14 +51,14 @@ class Fanout(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """Proof of ownership of a running delivery: its id and the token of this claim."""
+    """Proof of ownership of a running delivery: its id and the token of this lease."""
 
     delivery_id: int
     token: str
 
 
 @dataclass(frozen=True, slots=True)
-class Claimed:
+class Leased:
     """A delivery a worker now holds, with its event and the number of this attempt."""
 
     lease: Lease
@@ -67,7 +67,7 @@ class Claimed:
     started_at: float
     event: StoredEvent
     replayed_at: float | None = None  # when a person last replayed it from the dead letters
-    is_started: bool = True  # False: claimed but its function was never started
+    is_started: bool = True  # False: leased but its function was never started
     is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
     is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
 

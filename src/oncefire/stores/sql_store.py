@@ -1,7 +1,7 @@
 """The store operations that are the same on SQLite and PostgreSQL, over named queries.
 
 A dialect class (SqliteStore, PostgresStore) derives from SqlStore and supplies what truly
-differs: its connections (`_one`, `_write`, `_snapshot`), claiming, ending and renewing
+differs: its connections (`_one`, `_write`, `_snapshot`), leasing, ending and renewing
 deliveries, wake-up, migrations, and how a JSON column comes back (`_decode`). Everything
 here runs the query of the same name in `sql/<dialect>/*.sql`.
 """
@@ -23,7 +23,7 @@ from oncefire.stores.base import (
     DeadLetterRow,
     DeadSearchRows,
     FunctionCounts,
-    FunctionRecord,
+    FunctionEntry,
     IdempotencyRecord,
 )
 from oncefire.stores.connection import Row, Statements
@@ -40,7 +40,7 @@ INDEX_CHUNK = 500
 
 
 def before_solo(candidates: Sequence[Row], is_alone: bool) -> list[int]:
-    """The ids a claim takes of due (run_at, id, solo) rows in claim order: those before the
+    """The ids a lease takes of due (run_at, id, solo) rows in lease order: those before the
     first solo one, or that one alone when it comes first and the worker is alone."""
     for n, (_, delivery_id, solo) in enumerate(candidates):
         if solo:
@@ -138,7 +138,7 @@ class SqlStore(SqlRetention, FunctionOps):
 
     # -- catalogue -----------------------------------------------------------------------
 
-    def register_functions(self, records: Sequence[FunctionRecord]) -> None:
+    def register_functions(self, records: Sequence[FunctionEntry]) -> None:
         """Record functions (a name registered again takes its new trigger)."""
         rows = [
             {
@@ -350,21 +350,21 @@ class SqlStore(SqlRetention, FunctionOps):
         rows = self._one().fetch("attempts_of_event", {"event_id": event_id})
         return [dict(zip(names, row, strict=True)) for row in rows]
 
-    def record_dedupe(self, function: str, now: float) -> None:
+    def count_dedupe_hit(self, function: str, now: float) -> None:
         """Count one duplicate skipped by an idempotency helper."""
         self._one().execute(
-            "record_dedupe", {"function": function, "now": now, "hour": hour_of(now)}
+            "count_dedupe_hit", {"function": function, "now": now, "hour": hour_of(now)}
         )
 
     def purge_expired_claims(self, now: float, limit: int) -> int:
-        """Delete claim and idempotency records whose expiry has passed; return how many."""
+        """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
         args = {"now": now, "limit": limit}
         with self._write() as st:
             return st.count("purge_claims", args) + st.count("purge_records", args)
 
     # -- @idempotent records: one statement each, committed on its own -------------------
 
-    def claim_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+    def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
         """Insert an in-progress record, replacing one that expired; False while a live
         record of the key exists."""
         return self._one().count("insert_record", {**asdict(record), "now": now}) == 1

@@ -10,7 +10,7 @@ from oncefire import codec
 from oncefire.buckets import hour_of
 from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
-from oncefire.stores.base import FunctionRecord
+from oncefire.stores.base import FunctionEntry
 from oncefire.stores.catalog import Catalog, CatalogCache
 from oncefire.stores.connection import Statements
 
@@ -62,7 +62,7 @@ class SqlTx:
             self._catalog = self._catalogs.at(int(version), self._load_catalog)
         return self._catalog
 
-    def functions(self) -> list[FunctionRecord]:
+    def functions(self) -> list[FunctionEntry]:
         """The registered functions, as of this transaction's catalogue."""
         return list(self._catalog_now().functions)
 
@@ -180,7 +180,7 @@ class SqlTx:
         )
         return bool(rows)
 
-    def record_dedupe(self, function: str, now: float) -> None:
+    def count_dedupe_hit(self, function: str, now: float) -> None:
         """Count one duplicate skipped by an idempotency helper."""
         args = {"function": function, "now": now, "hour": hour_of(now)}
-        self.statements.execute("record_dedupe", args)
+        self.statements.execute("count_dedupe_hit", args)

@@ -1,6 +1,6 @@
 """The embedded store: one SQLite file in WAL mode, BEGIN IMMEDIATE for every write.
 
-What is the same on PostgreSQL lives in SqlStore; here: connections, migrations, claiming
+What is the same on PostgreSQL lives in SqlStore; here: connections, migrations, leasing
 (BEGIN IMMEDIATE and a walk of the due index), ending deliveries, and waking on the WAL file.
 """
 
@@ -18,7 +18,7 @@ from oncefire.errors import ConfigError, SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import Claimed, Ending, FunctionRecord, Lease, error_group_of
+from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, SqliteStatements
 from oncefire.stores.filewatch import FileWatch
@@ -34,7 +34,7 @@ from oncefire.stores.sqlite_connections import (
 from oncefire.stores.sqlite_tx import SqliteTx
 from oncefire.stores.table_triggers import SqliteTableTriggers, TableTriggers
 
-__all__ = ["BUSY_TIMEOUT_MS", "FunctionRecord", "SqliteStore"]
+__all__ = ["BUSY_TIMEOUT_MS", "FunctionEntry", "SqliteStore"]
 
 SQL = queries.load("sqlite")
 
@@ -152,7 +152,7 @@ class SqliteStore(SqlStore):
                 if version > current:
                     for statement in migrations.statements(sql):
                         st.conn.execute(statement)
-                    st.execute("record_schema_version", {"version": version})
+                    st.execute("write_schema_version", {"version": version})
                     current = version
         return current
 
@@ -170,7 +170,7 @@ class SqliteStore(SqlStore):
         data = codec.loads_or_undecodable(row[4])  # a bad row fails its delivery, not the lease
         return StoredEvent(row[0], row[1], row[2], row[3], data, row[5], row[6], row[7])
 
-    def claim(
+    def lease_due(
         self,
         *,
         worker: str,
@@ -182,12 +182,12 @@ class SqliteStore(SqlStore):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
-        one only alone, see Store.claim)."""
+        one only alone, see Store.lease_due)."""
         if not functions:
             return []
-        token = uuid.uuid4().hex  # one a claim: the lease is the delivery id with it
+        token = uuid.uuid4().hex  # one a lease batch: the lease is the delivery id with it
         rated = {f: r for f, r in (rates or {}).items() if f in functions}
         with self._write() as st:
             room = self._room(st, caps, now)
@@ -228,7 +228,7 @@ class SqliteStore(SqlStore):
                 buckets.spend(st, Counter(t[2] for t in taken))
         decoded = {row[0]: self._event(row) for row in events}
         return [
-            Claimed(Lease(d, token), f, n, now, decoded[e], replayed, is_solo=bool(solo))
+            Leased(Lease(d, token), f, n, now, decoded[e], replayed, is_solo=bool(solo))
             for _, d, f, n, e, replayed, solo in sorted(taken)
         ]
 
@@ -272,7 +272,7 @@ class SqliteStore(SqlStore):
         with self._write() as st:
             for token, ids in by_token.items():
                 args = {"token": token, "ids": ids, "finished_at": latest[token]}
-                ended += st.fetch("end_succeeded_of_claim", args)
+                ended += st.fetch("end_succeeded_of_token", args)
             write_attempts(st, ended, results)
         return {row[0] for row in ended}
 
@@ -340,7 +340,7 @@ class SqliteStore(SqlStore):
                 == 1
             ]
 
-    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Claimed]:
+    def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Leased]:
         """Running deliveries whose lease ran out before now (their worker died)."""
         if not functions:
             return []
@@ -350,7 +350,7 @@ class SqliteStore(SqlStore):
 
     def take_expired_leases(
         self, now: float, lease_until: float, functions: Sequence[str], limit: int
-    ) -> list[Claimed]:
+    ) -> list[Leased]:
         """Re-lease deliveries whose lease ran out to the caller, in one write transaction."""
         if not functions:
             return []

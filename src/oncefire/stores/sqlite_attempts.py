@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from oncefire import buckets
 from oncefire.events import StoredEvent
-from oncefire.stores.base import Claimed, Ending, Lease
+from oncefire.stores.base import Ending, Lease, Leased
 from oncefire.stores.connection import Row, SqliteStatements
 
 
@@ -17,10 +17,10 @@ def write_attempts(
     """The attempt rows of deliveries that just ended: an attempt is written once, when
     it ends; until then its delivery tells of it."""
     rows = []
-    for delivery_id, event_id, function, number, worker, claimed_at in ended:
+    for delivery_id, event_id, function, number, worker, marked_at in ended:
         result = results[delivery_id]
         started = next(
-            t for t in (result.started_at, claimed_at, result.finished_at) if t is not None
+            t for t in (result.started_at, marked_at, result.finished_at) if t is not None
         )
         rows.append(
             {
@@ -45,12 +45,12 @@ def write_attempts(
 
 def expired_claims(
     st: SqliteStatements, event_of: Callable[[Row], StoredEvent], rows: list[Row], now: float
-) -> list[Claimed]:
-    """Claimed deliveries of rows (id, token, function, attempt, event id, claimed_at, ahead)."""
+) -> list[Leased]:
+    """Leased deliveries of rows (id, token, function, attempt, event id, started_at, ahead)."""
     ids = list({r[4] for r in rows})
     events = {e[0]: e for e in st.fetch("events_by_id", {"ids": ids})} if rows else {}
     return [
-        Claimed(
+        Leased(
             Lease(r[0], r[1]),
             r[2],
             r[3],

@@ -15,7 +15,7 @@ from oncefire.stores.catalog import (
     CatalogCache,
     building_fields,
     fields_by_collection,
-    function_record,
+    function_entry,
 )
 from oncefire.stores.connection import SqliteStatements
 from oncefire.stores.sql_tx import SqlTx
@@ -50,7 +50,7 @@ class SqliteTx(SqlTx):
         fields = self.statements.fetch("catalog_index_fields")
         return Catalog(
             version,
-            tuple(function_record(r) for r in functions),
+            tuple(function_entry(r) for r in functions),
             fields_by_collection(fields),
             building_fields(fields),
         )

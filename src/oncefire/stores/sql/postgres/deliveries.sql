@@ -40,7 +40,7 @@ WITH due AS (
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
-        lease_until = %(lease_until)s, worker = %(worker)s, claimed_at = NULL, ahead = false
+        lease_until = %(lease_until)s, worker = %(worker)s, started_at = NULL, ahead = false
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo
@@ -88,7 +88,7 @@ WITH due AS (
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
-        lease_until = %(lease_until)s, worker = %(worker)s, claimed_at = NULL, ahead = false
+        lease_until = %(lease_until)s, worker = %(worker)s, started_at = NULL, ahead = false
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo
@@ -111,12 +111,12 @@ WITH d AS (
     UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
         lease_until = NULL, finished_at = %(finished_at)s
     WHERE id = %(id)s AND state = 'running' AND lease_token = %(token)s
-    RETURNING id, event_id, function, attempt, worker, claimed_at
+    RETURNING id, event_id, function, attempt, worker, started_at
 ), a AS (
     INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,
         started_at, finished_at, outcome, error, cpu_seconds, reads, writes)
     SELECT id, event_id, function, attempt, worker, COALESCE(%(started_at)s::double precision,
-        claimed_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
+        started_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
         %(cpu_seconds)s::double precision, %(reads)s::integer, %(writes)s::integer FROM d
     RETURNING function, number, finished_at, outcome, finished_at - started_at AS duration,
         cpu_seconds, reads, writes
@@ -148,12 +148,12 @@ WITH x AS (
     UPDATE oncefire_deliveries o SET state = 'succeeded', error = NULL, lease_token = NULL,
         lease_until = NULL, finished_at = x.finished_at
     FROM x WHERE o.id = x.id AND o.lease_token = x.token
-    RETURNING o.id, o.event_id, o.function, o.attempt, o.worker, o.claimed_at, x.finished_at,
-        x.started_at, x.cpu_seconds, x.reads, x.writes
+    RETURNING o.id, o.event_id, o.function, o.attempt, o.worker, o.started_at AS marked_at,
+        x.finished_at, x.started_at, x.cpu_seconds, x.reads, x.writes
 ), a AS (
     INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,
         started_at, finished_at, outcome, error, cpu_seconds, reads, writes)
-    SELECT id, event_id, function, attempt, worker, COALESCE(started_at, claimed_at,
+    SELECT id, event_id, function, attempt, worker, COALESCE(started_at, marked_at,
         finished_at), finished_at, 'succeeded', NULL, cpu_seconds, reads, writes FROM d
     RETURNING function, number, finished_at, finished_at - started_at AS duration, cpu_seconds,
         reads, writes
@@ -183,12 +183,12 @@ WITH d AS (
         lease_token = NULL, lease_until = NULL,
         solo = solo AND %(outcome)s::text = 'crashed'
     WHERE id = %(id)s AND state = 'running' AND lease_token = %(token)s
-    RETURNING id, event_id, function, attempt, worker, claimed_at
+    RETURNING id, event_id, function, attempt, worker, started_at
 ), a AS (
     INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,
         started_at, finished_at, outcome, error, cpu_seconds, reads, writes)
     SELECT id, event_id, function, attempt, worker, COALESCE(%(started_at)s::double precision,
-        claimed_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
+        started_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
         %(cpu_seconds)s::double precision, %(reads)s::integer, %(writes)s::integer FROM d
     RETURNING function, number, finished_at, outcome, finished_at - started_at AS duration,
         cpu_seconds, reads, writes
@@ -215,12 +215,12 @@ WITH d AS (
         dead_at = %(finished_at)s, error_group = %(error_group)s, truncated = %(is_truncated)s,
         dead_payload = %(truncated)s::jsonb, lease_token = NULL, lease_until = NULL
     WHERE id = %(id)s AND state = 'running' AND lease_token = %(token)s
-    RETURNING id, event_id, function, attempt, worker, claimed_at
+    RETURNING id, event_id, function, attempt, worker, started_at
 ), a AS (
     INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,
         started_at, finished_at, outcome, error, cpu_seconds, reads, writes)
     SELECT id, event_id, function, attempt, worker, COALESCE(%(started_at)s::double precision,
-        claimed_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
+        started_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
         %(cpu_seconds)s::double precision, %(reads)s::integer, %(writes)s::integer FROM d
     RETURNING function, number, finished_at, outcome, finished_at - started_at AS duration,
         cpu_seconds, reads, writes
@@ -249,12 +249,12 @@ WITH d AS (
     UPDATE oncefire_deliveries SET state = 'forwarded', error = %(error)s, lease_token = NULL,
         lease_until = NULL, finished_at = %(finished_at)s
     WHERE id = %(id)s AND state = 'running' AND lease_token = %(token)s
-    RETURNING id, event_id, function, attempt, worker, claimed_at
+    RETURNING id, event_id, function, attempt, worker, started_at
 ), a AS (
     INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker,
         started_at, finished_at, outcome, error, cpu_seconds, reads, writes)
     SELECT id, event_id, function, attempt, worker, COALESCE(%(started_at)s::double precision,
-        claimed_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
+        started_at, %(finished_at)s), %(finished_at)s, %(outcome)s, %(error)s,
         %(cpu_seconds)s::double precision, %(reads)s::integer, %(writes)s::integer FROM d
     RETURNING function, number, finished_at, outcome, finished_at - started_at AS duration,
         cpu_seconds, reads, writes
@@ -288,11 +288,11 @@ SELECT count(*), pg_notify('oncefire', CASE WHEN count(*) <= 50
 FROM d HAVING count(*) > 0;
 
 -- name: start_leases
--- Leased deliveries whose functions start: claimed_at is their attempt's start (a lease leaves
+-- Leased deliveries whose functions start: started_at is their attempt's start (a lease leaves
 -- it NULL, so a dead worker's never-started deliveries are handed back uncharged).
 -- %(is_ahead)s: marked with others, a wave ahead: if their worker dies they are handed back
 -- uncharged and solo.
-UPDATE oncefire_deliveries d SET claimed_at = COALESCE(d.claimed_at, %(now)s),
+UPDATE oncefire_deliveries d SET started_at = COALESCE(d.started_at, %(now)s),
     ahead = %(is_ahead)s
 FROM unnest(%(ids)s::bigint[], %(tokens)s::text[]) AS l (id, token)
 WHERE d.id = l.id AND d.lease_token = l.token AND d.lease_until > %(now)s
@@ -305,7 +305,7 @@ WHERE d.id = l.id AND d.lease_token = l.token AND d.lease_until > %(now)s
 RETURNING d.id;
 
 -- name: expired_leases
-SELECT d.id, d.lease_token, d.function, d.attempt, d.claimed_at, e.id, e.type, e.source,
+SELECT d.id, d.lease_token, d.function, d.attempt, d.started_at, e.id, e.type, e.source,
     e.time, e.data, e.size, e.root_id, e.depth, d.ahead
 FROM oncefire_deliveries d JOIN oncefire_events e ON e.id = d.event_id
 WHERE d.state = 'running' AND d.lease_until <= %(now)s
@@ -363,9 +363,9 @@ WITH expired AS (
 ), taken AS (
     UPDATE oncefire_deliveries d SET lease_token = %(token)s, lease_until = %(lease_until)s
     FROM expired WHERE d.id = expired.id AND d.state = 'running'
-    RETURNING d.id, d.lease_token, d.function, d.attempt, d.claimed_at, d.event_id, d.ahead
+    RETURNING d.id, d.lease_token, d.function, d.attempt, d.started_at, d.event_id, d.ahead
 )
-SELECT t.id, t.lease_token, t.function, t.attempt, t.claimed_at, e.id, e.type, e.source,
+SELECT t.id, t.lease_token, t.function, t.attempt, t.started_at, e.id, e.type, e.source,
     e.time, e.data, e.size, e.root_id, e.depth, t.ahead
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id
 ORDER BY t.id;

@@ -85,7 +85,7 @@ ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,
     expires_at = excluded.expires_at WHERE oncefire_claims.expires_at <= %(now)s
 RETURNING 1;
 
--- name: record_dedupe
+-- name: count_dedupe_hit
 -- Counted in the hour bucket of its time (oncefire_dedupe_hits is kept for older stores'
 -- rows only, until retention purges them).
 INSERT INTO oncefire_buckets AS k (function, hour, outcome, bin, count, duration_sum, cpu_sum,

@@ -19,7 +19,7 @@ ORDER BY run_at, id LIMIT :limit;
 
 -- name: lease_deliveries
 UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,
-    lease_token = :token, lease_until = :lease_until, worker = :worker, claimed_at = NULL,
+    lease_token = :token, lease_until = :lease_until, worker = :worker, started_at = NULL,
     ahead = 0
 WHERE id IN (:ids) AND state = 'pending'
 RETURNING run_at, id, function, attempt, event_id, replayed_at, solo;
@@ -36,15 +36,15 @@ GROUP BY function;
 UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
 WHERE id = :id AND state = 'running' AND lease_token = :token
-RETURNING id, event_id, function, attempt, worker, claimed_at;
+RETURNING id, event_id, function, attempt, worker, started_at;
 
--- name: end_succeeded_of_claim
+-- name: end_succeeded_of_token
 -- A claim's deliveries share its token: one statement a claim, not one a delivery; they
 -- finished at the latest of their times (retention needs it to the minute, not closer).
 UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
 WHERE lease_token = :token AND state = 'running' AND id IN (:ids)
-RETURNING id, event_id, function, attempt, worker, claimed_at;
+RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_retried
 -- A crash keeps a solo delivery solo; any other ending clears it.
@@ -52,7 +52,7 @@ UPDATE oncefire_deliveries SET state = 'pending', run_at = :run_at, error = :err
     lease_token = NULL, lease_until = NULL,
     solo = CASE WHEN :outcome = 'crashed' THEN solo ELSE 0 END
 WHERE id = :id AND state = 'running' AND lease_token = :token
-RETURNING id, event_id, function, attempt, worker, claimed_at;
+RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_dead
 UPDATE oncefire_deliveries SET state = 'dead', error = :dead_error, dead_at = :finished_at,
@@ -60,13 +60,13 @@ UPDATE oncefire_deliveries SET state = 'dead', error = :dead_error, dead_at = :f
     truncated = :is_truncated, dead_payload = :truncated, lease_token = NULL,
     lease_until = NULL
 WHERE id = :id AND state = 'running' AND lease_token = :token
-RETURNING id, event_id, function, attempt, worker, claimed_at;
+RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_forwarded
 UPDATE oncefire_deliveries SET state = 'forwarded', error = :error, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
 WHERE id = :id AND state = 'running' AND lease_token = :token
-RETURNING id, event_id, function, attempt, worker, claimed_at;
+RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: insert_attempt
 INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker, started_at,
@@ -99,10 +99,10 @@ UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1, lease_t
 WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: start_lease
--- A leased delivery's function starts: claimed_at is its attempt's start (a lease leaves it
+-- A leased delivery's function starts: started_at is its attempt's start (a lease leaves it
 -- NULL, so a dead worker's never-started deliveries are handed back uncharged). :is_ahead = 1:
 -- marked with others, a wave ahead: if its worker dies it is handed back uncharged and solo.
-UPDATE oncefire_deliveries SET claimed_at = COALESCE(claimed_at, :now), ahead = :is_ahead
+UPDATE oncefire_deliveries SET started_at = COALESCE(started_at, :now), ahead = :is_ahead
 WHERE id = :id AND state = 'running' AND lease_token = :token AND lease_until > :now;
 
 -- name: renew_lease
@@ -110,7 +110,7 @@ UPDATE oncefire_deliveries SET lease_until = :lease_until
 WHERE id = :id AND state = 'running' AND lease_token = :token AND lease_until > :now;
 
 -- name: expired_leases
-SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id, d.claimed_at, d.ahead
+SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id, d.started_at, d.ahead
 FROM oncefire_deliveries d
 WHERE d.state = 'running' AND d.lease_until <= :now AND d.function IN (:functions)
 LIMIT :limit;
@@ -163,4 +163,4 @@ WHERE id IN (
     WHERE state = 'running' AND lease_until <= :now AND function IN (:functions)
     ORDER BY id LIMIT :limit
 )
-RETURNING id, lease_token, function, attempt, event_id, claimed_at, ahead;
+RETURNING id, lease_token, function, attempt, event_id, started_at, ahead;

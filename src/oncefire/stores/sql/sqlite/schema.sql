@@ -6,5 +6,5 @@ CREATE TABLE IF NOT EXISTS oncefire_schema (version INTEGER NOT NULL);
 -- name: schema_version
 SELECT max(version) FROM oncefire_schema;
 
--- name: record_schema_version
+-- name: write_schema_version
 INSERT INTO oncefire_schema (version) VALUES (:version);

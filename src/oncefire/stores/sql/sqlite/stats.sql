@@ -35,6 +35,6 @@ FROM (SELECT 0 AS running, id AS n, delivery_id, function, number, worker, start
         finished_at, outcome, error
     FROM oncefire_attempts WHERE event_id = :event_id
     UNION ALL
-    SELECT 1, 0, id, function, attempt, worker, claimed_at, NULL, NULL, NULL
+    SELECT 1, 0, id, function, attempt, worker, started_at, NULL, NULL, NULL
     FROM oncefire_deliveries WHERE event_id = :event_id AND state = 'running') AS a
 ORDER BY delivery_id, running, n;
