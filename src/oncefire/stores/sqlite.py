@@ -262,10 +262,9 @@ class SqliteStore(SqlStore):
 
     def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
         """complete() for many deliveries; the ids of those whose lease still held."""
-        by_token: dict[str, list[int]] = {}
+        by_token = _by_token([lease for lease, _ in items])
         latest: dict[str, float] = {}
         for lease, result in items:
-            by_token.setdefault(lease.token, []).append(lease.delivery_id)
             latest[lease.token] = max(latest.get(lease.token, 0.0), result.end)
         results = {lease.delivery_id: result for lease, result in items}
         ended: list[Row] = []
@@ -313,10 +312,8 @@ class SqliteStore(SqlStore):
         """Hand running deliveries back to pending without counting their attempt."""
         with self._write() as st:
             return sum(
-                st.count(
-                    "release_lease", {"id": x.delivery_id, "token": x.token, "is_solo": is_solo}
-                )
-                for x in leases
+                st.count("release_leases", {"token": token, "ids": ids, "is_solo": is_solo})
+                for token, ids in _by_token(leases).items()
             )
 
     def start(self, leases: Sequence[Lease], now: float, *, is_ahead: bool = False) -> set[int]:
@@ -324,21 +321,21 @@ class SqliteStore(SqlStore):
         args = {"now": now, "is_ahead": is_ahead}
         with self._write() as st:
             return {
-                x.delivery_id
-                for x in leases
-                if st.count("start_lease", {"id": x.delivery_id, "token": x.token, **args}) == 1
+                row[0]
+                for token, ids in _by_token(leases).items()
+                for row in st.fetch("start_leases", {"token": token, "ids": ids, **args})
             }
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those."""
         times = {"now": now, "lease_until": lease_until}
         with self._write() as st:
-            return [
-                lease
-                for lease in leases
-                if st.count("renew_lease", {"id": lease.delivery_id, "token": lease.token, **times})
-                == 1
-            ]
+            kept = {
+                row[0]
+                for token, ids in _by_token(leases).items()
+                for row in st.fetch("renew_leases", {"token": token, "ids": ids, **times})
+            }
+        return [lease for lease in leases if lease.delivery_id in kept]
 
     def expired_leases(self, now: float, functions: Sequence[str], limit: int) -> list[Leased]:
         """Running deliveries whose lease ran out before now (their worker died)."""
@@ -370,3 +367,12 @@ class SqliteStore(SqlStore):
         if self._watch is None:
             self._watch = FileWatch(self.path + "-wal")
         self._watch.wait(timeout)
+
+
+def _by_token(leases: Sequence[Lease]) -> dict[str, list[int]]:
+    """The delivery ids of leases by token: a lease batch shares one, so one statement a
+    token does what one a delivery would."""
+    ids: dict[str, list[int]] = {}
+    for lease in leases:
+        ids.setdefault(lease.token, []).append(lease.delivery_id)
+    return ids

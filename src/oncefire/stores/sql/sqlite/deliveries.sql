@@ -39,7 +39,7 @@ WHERE id = :id AND state = 'running' AND lease_token = :token
 RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_succeeded_of_token
--- A claim's deliveries share its token: one statement a claim, not one a delivery; they
+-- A lease batch's deliveries share its token: one statement a token, not one a delivery; they
 -- finished at the latest of their times (retention needs it to the minute, not closer).
 UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
@@ -92,22 +92,27 @@ WHERE id = (SELECT event_id FROM oncefire_deliveries WHERE id = :id)
 AND NOT EXISTS (SELECT 1 FROM oncefire_deliveries o WHERE o.event_id = oncefire_events.id
     AND o.id != :id AND o.state IN ('pending', 'running'));
 
--- name: release_lease
--- :is_solo = 1: it was marked ahead when its worker died, so it is leased alone from now on.
+-- name: release_leases
+-- The deliveries of one lease token (its batch shares it): one statement a token, not one a
+-- delivery. :is_solo = 1: they were marked ahead when their worker died, so each is leased
+-- alone from now on.
 UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1, lease_token = NULL,
     lease_until = NULL, worker = NULL, solo = max(solo, :is_solo)
-WHERE id = :id AND state = 'running' AND lease_token = :token;
+WHERE lease_token = :token AND state = 'running' AND id IN (:ids);
 
--- name: start_lease
--- A leased delivery's function starts: started_at is its attempt's start (a lease leaves it
--- NULL, so a dead worker's never-started deliveries are handed back uncharged). :is_ahead = 1:
--- marked with others, a wave ahead: if its worker dies it is handed back uncharged and solo.
+-- name: start_leases
+-- Leased deliveries of one token whose functions start: started_at is their attempt's start
+-- (a lease leaves it NULL, so a dead worker's never-started deliveries are handed back
+-- uncharged). :is_ahead = 1: marked with others, a wave ahead: if their worker dies they are
+-- handed back uncharged and solo.
 UPDATE oncefire_deliveries SET started_at = COALESCE(started_at, :now), ahead = :is_ahead
-WHERE id = :id AND state = 'running' AND lease_token = :token AND lease_until > :now;
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (:ids)
+RETURNING id;
 
--- name: renew_lease
+-- name: renew_leases
 UPDATE oncefire_deliveries SET lease_until = :lease_until
-WHERE id = :id AND state = 'running' AND lease_token = :token AND lease_until > :now;
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (:ids)
+RETURNING id;
 
 -- name: expired_leases
 SELECT d.id, d.lease_token, d.function, d.attempt, d.event_id, d.started_at, d.ahead
