@@ -218,6 +218,27 @@ def test_workers_purge_in_batches_of_purge_batch_rows(
     assert purge_step(app.runtime).total() == 0
 
 
+def test_a_step_takes_a_batch_of_each_kind_in_turn_so_no_backlog_starves_another(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app(purge_batch=2)
+
+    @app.on_document_created("orders/{o}")
+    def ship(event: Event) -> None: ...
+
+    for n in range(6):
+        app.db.document(f"orders/o{n}").set({"n": n})
+        with app.db.transaction() as tx:
+            assert tx.claim(f"order-{n}", ttl=DAY)
+    app.drain()
+    clock.advance(WEEK + 1)
+    # Out of time at once, a step still takes a batch of each kind, not only of the first.
+    first = purge_step(app.runtime, seconds=0.0)
+    assert (first.deliveries, first.claims) == (2, 2)
+    rest = purge_step(app.runtime)  # with time left, rounds until nothing is left
+    assert (rest.deliveries, rest.claims) == (4, 4)
+
+
 def test_the_worker_maintenance_step_purges(app: App, clock: TestClock) -> None:
     @app.on_document_created("orders/{o}")
     def ship(event: Event) -> None: ...
