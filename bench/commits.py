@@ -1,7 +1,10 @@
 """Commits per event: how many durable commits a system made for each event it ran.
 
-SQLite: the worker processes run with bench/commit_hook on their path, which counts every
-connection's commits (a trace callback) into one small file per process; PostgreSQL:
+SQLite in WAL mode (oncefire): the WAL index's change counter, which SQLite increments once
+a committed transaction, read from the -shm file beside the database, so the measured
+processes run as they are. SQLite otherwise (Huey): the processes run with
+bench/commit_hook on their path, which counts every connection's commits (a trace callback,
+which costs a GIL hand-over a statement) into one small file per process; PostgreSQL:
 pg_stat_database.xact_commit of the system's database, every transaction counted, read-only
 ones too. Both are read before the workers start and after they have stopped, so the count
 covers the whole drain, start-up and shutdown included (a few commits against thousands of
@@ -15,6 +18,7 @@ from __future__ import annotations
 import shutil
 import struct
 import time
+from pathlib import Path
 
 from benchlib import BENCH, PG_ADMIN_URL, WORK
 
@@ -42,6 +46,26 @@ class SqliteCommits:
 
     def settled(self) -> int:
         """The count once the workers have stopped (it is current at every moment)."""
+        return self.read()
+
+
+class WalCommits:
+    """The commits made to one SQLite database in WAL mode: iChange of its WAL-index header
+    (the -shm file), which every committed write transaction increments (32 bits: a run is
+    far from wrapping it). The file lives while a connection is open: read it while one is."""
+
+    def __init__(self, database: Path) -> None:
+        self.shm = Path(f"{database}-shm")
+        self.env: dict[str, str] = {}
+        self.path = ""
+
+    def read(self) -> int:
+        """The counter now."""
+        with open(self.shm, "rb") as f:
+            return int(struct.unpack("=I", f.read(12)[8:12])[0])
+
+    def settled(self) -> int:
+        """The counter now (current at every moment)."""
         return self.read()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import workload
 from benchlib import log, phase, time_drain, time_window, wait_until
-from commits import PostgresCommits, SqliteCommits, per_event
+from commits import PostgresCommits, WalCommits, per_event
 from harness import (
     WORKER_PROCESSES,
     Backlog,
@@ -91,13 +91,12 @@ def drain_backlog(
 ) -> dict[str, Any]:
     """Start the workers on a backlog of n events; time its drain (or a window of it); stop
     them. The commits the workers made, from their start to their stop, per event done."""
-    counter: SqliteCommits | PostgresCommits = (
-        SqliteCommits(f"oncefire-{t.kind}")
-        if t.kind == "sqlite"
-        else PostgresCommits(t.url.rsplit("/", 1)[1])
+    counter: WalCommits | PostgresCommits = (
+        WalCommits(t.path) if t.path is not None else PostgresCommits(t.url.rsplit("/", 1)[1])
     )
-    before = counter.read()
     backlog = Backlog(t, function)
+    backlog()  # on SQLite its connection opens the WAL index, read while it stays open
+    before = counter.read()
     try:
         with (
             phase(f"start workers ({setup.name}), drain, stop workers"),
@@ -114,9 +113,9 @@ def drain_backlog(
             else:
                 warmup = max(1, n // 40)
                 result = time_window(backlog, backlog.has_work, n, warmup=warmup, window=window)
+        after = counter.settled()
     finally:
         backlog.close()
-    after = counter.settled()
     own = backlog.queries if t.kind == "postgres" else 0
     check = Backlog(t, function)
     try:

@@ -73,8 +73,10 @@ def throughput(page: Page) -> None:
             "start to their stop, per event done by then (their start-up and shutdown "
             "included). PostgreSQL: `pg_stat_database.xact_commit` of the system's database "
             "(every transaction, read-only ones too; the benchmark's own counting queries "
-            "taken off); SQLite: a trace callback on every connection of the worker "
-            "processes (a COMMIT, or a write outside a transaction). Redis: "
+            "taken off); oncefire on SQLite: the change counter of the WAL index (the "
+            "-shm file), which SQLite increments once a committed transaction, so the "
+            "workers run untouched; Huey: a trace callback on every connection of its "
+            "worker (a COMMIT, or a write outside a transaction). Redis: "
             + redis_persistence(facts)
             + ".",
             "",
