@@ -134,10 +134,12 @@ def test_four_processes_start_a_rate_limited_function_at_its_rate(workers: objec
     with w.app.db.transaction() as tx:
         for n in range(800):
             tx.set(w.app.db.document(f"mail/m{n}"), {"n": n})
-    w.wait_for("12 s of sends", lambda: ledger_count(w, "send ") >= 600)
+    w.wait_for("13 s of sends", lambda: ledger_count(w, "send ") >= 650)
     times = sorted(float(line[1]) for line in w.lines() if line[0] == "send")
-    # Measured over 10 s from the first second on (the start-up and the burst left out).
-    start = times[0] + 1
+    # Measured over 10 s from the third second on: the start-up and the burst are left out, as
+    # are the starts of the first two seconds' tokens that a loaded machine ran late (a time is
+    # noted when the function starts, after its token was taken with its batch's lease).
+    start = times[0] + 2
     window = [t for t in times if start <= t < start + 10]
     per_second = [sum(1 for t in window if start + s <= t < start + s + 1) for s in range(10)]
     assert 450 <= len(window) <= 550, f"{len(window)} starts in 10 s at 50/s: {per_second}"
