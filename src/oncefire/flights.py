@@ -87,6 +87,10 @@ class Flights:
         """What writing the ended attempts needs: (trigger, delivery, ending) each."""
         return [(flight.trigger, flight.leased, ending) for flight, ending in self.ended]
 
+    def ended_ids(self) -> set[int]:
+        """The delivery ids of the ended attempts."""
+        return {flight.leased.lease.delivery_id for flight, _ in self.ended}
+
     def start(self, item: Leased) -> None:
         """Start the function of a leased delivery (marked started in the store)."""
         trigger = self.rt.triggers[item.function]

@@ -176,12 +176,14 @@ class Store(Protocol):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
+        is_ahead: bool = False,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker. A
         function in `rates` takes at most the whole tokens of its bucket, and spends one a
         delivery leased. A solo delivery is leased only alone: a lease takes the due ones
         before the first solo one, or that one alone if it comes first and the worker holds
-        nothing else (is_alone)."""
+        nothing else (is_alone). is_ahead: the lease also marks them started a wave ahead
+        (as start(..., is_ahead=True) would, see marking.py), in the same statement."""
 
     def rate_tokens(self, rates: Mapping[str, RateLimit], now: float) -> dict[str, float]:
         """The tokens each rate-limited function's bucket holds at `now` (read only)."""

@@ -221,6 +221,7 @@ class PostgresStore(SqlStore):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
+        is_ahead: bool = False,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
         one only alone, see Store.lease_due)."""
@@ -236,6 +237,7 @@ class PostgresStore(SqlStore):
             "free": list(functions),
             "ids": list(delivery_ids or ()),
             "is_alone": is_alone,
+            "is_ahead": is_ahead,
         }
         if not caps and not rated:  # one round trip: an idle worker's lease is on the path
             rows = self.pool.run_with(SQL["no_bitmap_scans"], SQL["lease_due"], args)

@@ -182,6 +182,7 @@ class SqliteStore(SqlStore):
         delivery_ids: Sequence[int] | None = None,
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
+        is_ahead: bool = False,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
         one only alone, see Store.lease_due)."""
@@ -221,6 +222,7 @@ class SqliteStore(SqlStore):
                     "worker": worker,
                     "now": now,
                     "ids": chosen,
+                    "is_ahead": is_ahead,
                 },
             )
             events = st.fetch("events_by_id", {"ids": list({t[4] for t in taken})})

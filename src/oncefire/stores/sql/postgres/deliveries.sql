@@ -12,7 +12,8 @@ SET LOCAL enable_bitmapscan = off;
 -- name: lease_due
 -- Lock due deliveries (SKIP LOCKED: those other workers hold are passed over), make them
 -- running under a fresh lease and return them with their events. %(ids)s, if not empty,
--- limits them to those delivery ids.
+-- limits them to those delivery ids; %(is_ahead)s marks them started a wave ahead too, as
+-- start_leases would.
 -- A delivery with an ordering key waits while an earlier one of its key (lower id) is pending
 -- or running. Two claims never lease two of one key: a delivery only leaves pending and
 -- running when it ends, so any snapshot shows an earlier unfinished one as unfinished, and
@@ -40,7 +41,8 @@ WITH due AS (
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
-        lease_until = %(lease_until)s, worker = %(worker)s, started_at = NULL, ahead = false
+        lease_until = %(lease_until)s, worker = %(worker)s,
+        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END, ahead = %(is_ahead)s
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo
@@ -88,7 +90,8 @@ WITH due AS (
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
-        lease_until = %(lease_until)s, worker = %(worker)s, started_at = NULL, ahead = false
+        lease_until = %(lease_until)s, worker = %(worker)s,
+        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END, ahead = %(is_ahead)s
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo

@@ -18,9 +18,11 @@ WHERE state = 'pending' AND run_at <= :now AND function IN (:functions)
 ORDER BY run_at, id LIMIT :limit;
 
 -- name: lease_deliveries
+-- :is_ahead = 1: marked started a wave ahead as they are leased (start_leases), without a
+-- statement of its own.
 UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,
-    lease_token = :token, lease_until = :lease_until, worker = :worker, started_at = NULL,
-    ahead = 0
+    lease_token = :token, lease_until = :lease_until, worker = :worker,
+    started_at = CASE WHEN :is_ahead THEN :now END, ahead = :is_ahead
 WHERE id IN (:ids) AND state = 'pending'
 RETURNING run_at, id, function, attempt, event_id, replayed_at, solo;
 
