@@ -159,7 +159,12 @@ def test_a_delivery_that_kills_its_process_is_charged_only_for_runs_alone(
         assert runs.count[event_id] == 1
 
 
-def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClock) -> None:
+@pytest.mark.parametrize("marked_by", ["start", "lease"])
+def test_a_solo_delivery_is_leased_only_alone_and_first(
+    app: App, clock: TestClock, marked_by: str
+) -> None:
+    """A dead worker's deliveries marked ahead, by start() or by the lease itself, come back
+    solo."""
     runs = Runs()
     runs.register(app)
     store = app.store
@@ -180,11 +185,19 @@ def test_a_solo_delivery_is_leased_only_alone_and_first(app: App, clock: TestClo
 
     now = clock.now()
     held = store.lease_due(
-        worker="dead", now=now, lease_until=now + LEASE, limit=10, functions=["f"], caps={}
+        worker="dead",
+        now=now,
+        lease_until=now + LEASE,
+        limit=10,
+        functions=["f"],
+        caps={},
+        is_ahead=marked_by == "lease",
     )
-    assert store.start([c.lease for c in held], now, is_ahead=True) == {
-        c.lease.delivery_id for c in held
-    }
+    assert len(held) == 2
+    if marked_by == "start":
+        assert store.start([c.lease for c in held], now, is_ahead=True) == {
+            c.lease.delivery_id for c in held
+        }
     clock.advance(LEASE + 1)
     assert rescue(app.runtime, ["f"]) == (2, 0)  # handed back uncharged, solo
     (later,) = publish(app, {})
