@@ -16,6 +16,7 @@ from oncefire.errors import DocumentTooLargeError, InvalidDocumentError, StoreEr
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 _TIME_TAG = "$time"
+_TIME_TAG_BYTES = _TIME_TAG.encode()
 
 
 def _encode_value(value: Any, where: str) -> Any:
@@ -103,6 +104,10 @@ def utf8(text: str) -> bytes:
 
 def loads(text: str | bytes) -> Any:
     """Decode what dumps wrote (datetimes come back as aware datetimes)."""
+    # A text without the tag holds no datetime (dumps never escapes '$'): the decoder needs
+    # no hook then, which halves its time.
+    if (_TIME_TAG if isinstance(text, str) else _TIME_TAG_BYTES) not in text:
+        return json.loads(text)
     return json.loads(text, object_hook=_decode_hook)
 
 

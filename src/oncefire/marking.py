@@ -7,8 +7,9 @@ delivery that starts alone right after the commit is marked *started*: if its wo
 may have run, and is charged a crashed attempt. The others are marked *ahead*: if the worker
 dies, which of them ran, or which one ended the process, is not known, so each is handed back
 uncharged and runs alone from then on (solo: leased by a worker holding nothing else, so its
-next crash is its own and is charged). The next commit confirms as started the ahead ones
-that have started since.
+next crash is its own and is charged). A lease marks what it takes ahead in its own
+statement; the next commit confirms as started the ahead ones that have started since and
+still run (those that ended, it writes).
 
 So a delivery that kills its process gets at most one uncharged run, then its attempts, each
 charged, alone; its innocent wave-mates run once more, alone, uncharged.

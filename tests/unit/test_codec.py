@@ -17,6 +17,14 @@ def test_values_round_trip_with_aware_datetimes() -> None:
     assert codec.loads(codec.dumps(value)) == value
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_text_with_or_without_the_time_tag_decodes_alike_as_str_or_bytes(as_bytes: bool) -> None:
+    at = datetime(2030, 1, 2, tzinfo=UTC)
+    for value in ({"a": [1, {"b": "x"}]}, {"a": "$time", "t": at}, {"l": [{"t": at}]}):
+        text = codec.dumps(value)
+        assert codec.loads(text.encode() if as_bytes else text) == value
+
+
 def test_datetimes_in_other_zones_are_stored_as_utc() -> None:
     at = datetime(2030, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
     back = codec.loads(codec.dumps({"t": at}))["t"]
