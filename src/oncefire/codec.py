@@ -106,7 +106,8 @@ def loads(text: str | bytes) -> Any:
     """Decode what dumps wrote (datetimes come back as aware datetimes)."""
     # A text without the tag holds no datetime (dumps never escapes '$'): the decoder needs
     # no hook then, which halves its time.
-    if (_TIME_TAG if isinstance(text, str) else _TIME_TAG_BYTES) not in text:
+    has_tag = _TIME_TAG in text if isinstance(text, str) else _TIME_TAG_BYTES in text
+    if not has_tag:
         return json.loads(text)
     return json.loads(text, object_hook=_decode_hook)
 
