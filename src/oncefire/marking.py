@@ -8,8 +8,8 @@ may have run, and is charged a crashed attempt. The others are marked *ahead*: i
 dies, which of them ran, or which one ended the process, is not known, so each is handed back
 uncharged and runs alone from then on (solo: leased by a worker holding nothing else, so its
 next crash is its own and is charged). A lease marks what it takes ahead in its own
-statement; the next commit confirms as started the ahead ones that have started since and
-still run (those that ended, it writes).
+statement (its head started if it starts alone); the next commit confirms as started the
+ahead ones that have started since and still run (those that ended, it writes).
 
 So a delivery that kills its process gets at most one uncharged run, then its attempts, each
 charged, alone; its innocent wave-mates run once more, alone, uncharged.
@@ -59,6 +59,16 @@ def plan(queue: Sequence[Leased], free: int, ahead: int, marked: Collection[int]
     if len(starting) == 1:
         return Marking(starting, beyond)
     return Marking([], [c for c in starting if c.lease.delivery_id not in marked] + beyond)
+
+
+def marked_by_lease(leased: Sequence[Leased], free: int) -> tuple[set[int], set[int]]:
+    """(the ids, those of them marked ahead) of what a lease with is_ahead marked: all of it
+    ahead, but the first started when it starts alone (see Store.lease_due). So a new lease
+    needs no plan: its head starts now, marked as plan() would have marked it."""
+    ids = {c.lease.delivery_id for c in leased}
+    if leased and (free == 1 or len(leased) == 1):
+        return ids, ids - {leased[0].lease.delivery_id}
+    return ids, ids
 
 
 def mark(store: Store, marks: Marking, now: float) -> tuple[set[int], set[int]]:

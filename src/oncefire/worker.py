@@ -163,15 +163,14 @@ class Worker:
                 if can_lease:
                     # Alone once this turn written what ended: it may take a solo delivery.
                     is_alone = not self.flights.running and (must_write or not self.flights.ended)
-                    leased = self._lease_due(delivery_ids, is_alone)  # marked ahead
-                leased_ids = {c.lease.delivery_id for c in leased}
-                marks = self._plan(leased, free, leased_ids) if leased or is_marking else None
+                    leased = self._lease_due(delivery_ids, is_alone, free)
+                leased_ids, lease_ahead = marking.marked_by_lease(leased, free)
+                marks = self._plan(free) if is_marking else None  # a lease marks itself
                 # Committed before the functions start: only a delivery marked started (not
                 # ahead) is charged an attempt when its worker dies.
                 now = self.rt.clock.now()
                 marked, ahead = marking.mark(self.rt.store, marks, now) if marks else (set(), set())
-                # Those whose ending this turn writes need no confirming.
-                writing = self.flights.ended_ids() if must_write else set()
+                writing = self.flights.ended_ids() if must_write else set()  # no confirming
                 confirm = [c for c in self._unconfirmed if c.delivery_id not in writing]
                 if confirm:
                     self.rt.store.start(confirm, now)
@@ -190,22 +189,22 @@ class Worker:
             self._queue.extend(leased)
             self._is_solo_held = leased[0].is_solo  # a solo delivery is leased alone
         self._marked |= marked | leased_ids
-        self._ahead = (self._ahead - marked) | ahead | (leased_ids - marked)
+        self._ahead = (self._ahead - marked) | ahead | (lease_ahead - marked)
         lost = (marks.ids() if marks else set()) - marked
         if lost:
             log.warning("%s lost the lease of %d queued delivery(ies)", self.name, len(lost))
             self._queue = deque(c for c in self._queue if c.lease.delivery_id not in lost)
         return leased
 
-    def _plan(self, leased: list[Leased], free: int, leased_ids: set[int]) -> marking.Marking:
-        """What to mark in this turn, of a new lease (which marked it all ahead) or else of the
-        queue: the next free slots plus about PREFETCH seconds of work more, so that short
-        attempts cost a start commit a wave, not one a slot."""
+    def _plan(self, free: int) -> marking.Marking:
+        """What to mark of the queue in this turn: the next free slots plus about PREFETCH
+        seconds of work more, so that short attempts cost a start commit a wave, not one a
+        slot."""
         ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
-        return marking.plan(leased or list(self._queue), free, ahead, self._marked | leased_ids)
+        return marking.plan(list(self._queue), free, ahead, self._marked)
 
     def _lease_due(
-        self, delivery_ids: Sequence[int] | None, is_alone: bool = False
+        self, delivery_ids: Sequence[int] | None, is_alone: bool = False, free: int = 0
     ) -> list[Leased]:
         now = self.rt.clock.now()
         functions = self.keeper.leasable(self.functions)
@@ -220,6 +219,7 @@ class Worker:
             rates=self._rates,
             is_alone=is_alone,
             is_ahead=True,  # the next turn's commit confirms those that started since
+            free=free,
         )
 
     def hand_back_stale(self) -> None:

@@ -235,3 +235,35 @@ def test_deliveries_that_start_together_are_charged_only_once_confirmed_started(
     for event_id in confirmed:
         assert outcomes(make_app(), event_id) == ["crashed", "succeeded"], event_id
     assert runs.count == dict.fromkeys(together + confirmed, 2)
+
+
+@pytest.mark.parametrize(
+    ("published", "free", "started"),
+    [(3, 1, 1), (1, 8, 1), (3, 8, 0), (3, 0, 0)],
+    ids=["one-slot", "only-one", "together", "no-slots-said"],
+)
+def test_a_lease_marks_its_head_started_when_it_starts_alone_and_the_rest_ahead(
+    app: App, clock: TestClock, published: int, free: int, started: int
+) -> None:
+    runs = Runs()
+    runs.register(app)
+    ids = publish(app, *({} for _ in range(published)))
+    now = clock.now()
+    held = app.store.lease_due(
+        worker="dead",
+        now=now,
+        lease_until=now + LEASE,
+        limit=10,
+        functions=["f"],
+        caps={},
+        is_ahead=True,
+        free=free,
+    )
+    assert [c.event.id for c in held] == ids
+    clock.advance(LEASE + 1)
+    later = clock.now()
+    taken = app.store.take_expired_leases(later, later + LEASE, ["f"], 10)
+    marks = {c.event.id: (c.is_started, c.is_ahead) for c in taken}
+    assert marks == {
+        event_id: (True, i >= started) for i, event_id in enumerate(ids)
+    }  # started (charged if lost) or ahead (handed back solo)

@@ -177,13 +177,15 @@ class Store(Protocol):
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
         is_ahead: bool = False,
+        free: int = 0,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker. A
         function in `rates` takes at most the whole tokens of its bucket, and spends one a
         delivery leased. A solo delivery is leased only alone: a lease takes the due ones
         before the first solo one, or that one alone if it comes first and the worker holds
-        nothing else (is_alone). is_ahead: the lease also marks them started a wave ahead
-        (as start(..., is_ahead=True) would, see marking.py), in the same statement."""
+        nothing else (is_alone). is_ahead: the same statement marks them started a wave ahead
+        (as start(..., is_ahead=True) would, see marking.py), but the first started (as
+        start() would) when it starts alone: `free` is 1, or it is the only one leased."""
 
     def rate_tokens(self, rates: Mapping[str, RateLimit], now: float) -> dict[str, float]:
         """The tokens each rate-limited function's bucket holds at `now` (read only)."""

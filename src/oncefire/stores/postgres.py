@@ -222,6 +222,7 @@ class PostgresStore(SqlStore):
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
         is_ahead: bool = False,
+        free: int = 0,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
         one only alone, see Store.lease_due)."""
@@ -238,6 +239,7 @@ class PostgresStore(SqlStore):
             "ids": list(delivery_ids or ()),
             "is_alone": is_alone,
             "is_ahead": is_ahead,
+            "free_slots": free,
         }
         if not caps and not rated:  # one round trip: an idle worker's lease is on the path
             rows = self.pool.run_with(SQL["no_bitmap_scans"], SQL["lease_due"], args)

@@ -183,6 +183,7 @@ class SqliteStore(SqlStore):
         rates: Mapping[str, RateLimit] | None = None,
         is_alone: bool = False,
         is_ahead: bool = False,
+        free: int = 0,
     ) -> list[Leased]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
         one only alone, see Store.lease_due)."""
@@ -223,6 +224,7 @@ class SqliteStore(SqlStore):
                     "now": now,
                     "ids": chosen,
                     "is_ahead": is_ahead,
+                    "head": chosen[0] if is_ahead and (free == 1 or len(chosen) == 1) else None,
                 },
             )
             events = st.fetch("events_by_id", {"ids": list({t[4] for t in taken})})

@@ -13,7 +13,8 @@ SET LOCAL enable_bitmapscan = off;
 -- Lock due deliveries (SKIP LOCKED: those other workers hold are passed over), make them
 -- running under a fresh lease and return them with their events. %(ids)s, if not empty,
 -- limits them to those delivery ids; %(is_ahead)s marks them started a wave ahead too, as
--- start_leases would.
+-- start_leases would, but the first started when it starts alone (%(free_slots)s is 1, or it
+-- is the only one).
 -- A delivery with an ordering key waits while an earlier one of its key (lower id) is pending
 -- or running. Two claims never lease two of one key: a delivery only leaves pending and
 -- running when it ends, so any snapshot shows an earlier unfinished one as unfinished, and
@@ -36,13 +37,16 @@ WITH due AS (
 ), cut AS (
     SELECT min(n) AS n FROM ranked WHERE solo
 ), chosen AS (
-    SELECT r.id FROM ranked r, cut
+    SELECT r.id, r.n = 1 AND %(is_ahead)s AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
+        AS is_head_started
+    FROM ranked r, cut
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
         lease_until = %(lease_until)s, worker = %(worker)s,
-        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END, ahead = %(is_ahead)s
+        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END,
+        ahead = %(is_ahead)s AND NOT chosen.is_head_started
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo
@@ -85,13 +89,16 @@ WITH due AS (
 ), cut AS (
     SELECT min(n) AS n FROM ranked WHERE solo
 ), chosen AS (
-    SELECT r.id FROM ranked r, cut
+    SELECT r.id, r.n = 1 AND %(is_ahead)s AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
+        AS is_head_started
+    FROM ranked r, cut
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
         lease_token = replace(gen_random_uuid()::text, '-', ''),
         lease_until = %(lease_until)s, worker = %(worker)s,
-        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END, ahead = %(is_ahead)s
+        started_at = CASE WHEN %(is_ahead)s THEN %(now)s END,
+        ahead = %(is_ahead)s AND NOT chosen.is_head_started
     FROM chosen WHERE d.id = chosen.id
     RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
         d.solo

@@ -19,10 +19,11 @@ ORDER BY run_at, id LIMIT :limit;
 
 -- name: lease_deliveries
 -- :is_ahead = 1: marked started a wave ahead as they are leased (start_leases), without a
--- statement of its own.
+-- statement of their own; but :head, if not NULL, started (it starts alone).
 UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,
     lease_token = :token, lease_until = :lease_until, worker = :worker,
-    started_at = CASE WHEN :is_ahead THEN :now END, ahead = :is_ahead
+    started_at = CASE WHEN :is_ahead OR id IS :head THEN :now END,
+    ahead = CASE WHEN id IS :head THEN 0 ELSE :is_ahead END
 WHERE id IN (:ids) AND state = 'pending'
 RETURNING run_at, id, function, attempt, event_id, replayed_at, solo;
 
