@@ -22,6 +22,7 @@ import pytest
 from oncefire import App, RetryPolicy
 from oncefire.events import Event
 from oncefire.flights import rescue
+from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
 
@@ -159,6 +160,20 @@ def test_a_delivery_that_kills_its_process_is_charged_only_for_runs_alone(
         assert runs.count[event_id] == 1
 
 
+def lease_f(app: App, clock: TestClock, worker: str, **options: Any) -> list[Leased]:
+    """Lease up to 10 due deliveries of function f to worker, now."""
+    now = clock.now()
+    return app.store.lease_due(
+        worker=worker,
+        now=now,
+        lease_until=now + LEASE,
+        limit=10,
+        functions=["f"],
+        caps={},
+        **options,
+    )
+
+
 @pytest.mark.parametrize("marked_by", ["start", "lease"])
 def test_a_solo_delivery_is_leased_only_alone_and_first(
     app: App, clock: TestClock, marked_by: str
@@ -171,28 +186,10 @@ def test_a_solo_delivery_is_leased_only_alone_and_first(
     first, second = publish(app, {}, {})
 
     def lease(is_alone: bool) -> list[str]:
-        now = clock.now()
-        taken = store.lease_due(
-            worker="w",
-            now=now,
-            lease_until=now + LEASE,
-            limit=10,
-            functions=["f"],
-            caps={},
-            is_alone=is_alone,
-        )
-        return [c.event.id for c in taken]
+        return [c.event.id for c in lease_f(app, clock, "w", is_alone=is_alone)]
 
     now = clock.now()
-    held = store.lease_due(
-        worker="dead",
-        now=now,
-        lease_until=now + LEASE,
-        limit=10,
-        functions=["f"],
-        caps={},
-        is_ahead=marked_by == "lease",
-    )
+    held = lease_f(app, clock, "dead", is_ahead=marked_by == "lease")
     assert len(held) == 2
     if marked_by == "start":
         assert store.start([c.lease for c in held], now, is_ahead=True) == {
@@ -248,17 +245,7 @@ def test_a_lease_marks_its_head_started_when_it_starts_alone_and_the_rest_ahead(
     runs = Runs()
     runs.register(app)
     ids = publish(app, *({} for _ in range(published)))
-    now = clock.now()
-    held = app.store.lease_due(
-        worker="dead",
-        now=now,
-        lease_until=now + LEASE,
-        limit=10,
-        functions=["f"],
-        caps={},
-        is_ahead=True,
-        free=free,
-    )
+    held = lease_f(app, clock, "dead", is_ahead=True, free=free)
     assert [c.event.id for c in held] == ids
     clock.advance(LEASE + 1)
     later = clock.now()
