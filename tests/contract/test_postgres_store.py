@@ -17,6 +17,7 @@ import pytest
 from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
+from oncefire.retry import Outcome
 from oncefire.stores import migrations, postgres_listener, queries
 from oncefire.stores.base import DeadLetterFilter, Ending, FunctionEntry, Lease
 from oncefire.stores.postgres import PostgresStore
@@ -491,3 +492,52 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
     [(query, args)] = sent
     plan = "\n".join(str(r[0]) for r in admin.execute(f"EXPLAIN {query}", args))  # type: ignore[call-overload]
     assert "oncefire_deliveries_running" not in plan
+
+
+def batch_shard(store: PostgresStore) -> int:
+    """The bucket shard of the connection this thread's batch holds (migration 020)."""
+    conn = store.pool._local.conn  # the batch's connection
+    return int(conn.info.backend_pid) % 8
+
+
+@pytest.mark.postgres
+def test_workers_on_other_connections_end_attempts_of_one_bucket_without_waiting(
+    open_store: Callable[..., PostgresStore],
+) -> None:
+    # Ending an attempt adds to its hour bucket in the transaction that ends it; were the
+    # bucket one row, every worker ending the same function's attempts would wait for the
+    # lock of the one before until its commit.
+    first = open_store()
+    add_pending(first, 2)
+    leased = first.lease_due(
+        worker="w", now=NOW, lease_until=NOW + LEASE, limit=2, functions=["f"], caps={}
+    )
+    ended = [(c.lease, Ending(Outcome.SUCCEEDED, started_at=NOW, finished_at=NOW)) for c in leased]
+    holding, done = threading.Event(), threading.Event()
+    shard: list[int] = []
+
+    def hold_first() -> None:
+        with first.batch():
+            first.complete_many(ended[:1])
+            shard.append(batch_shard(first))
+            holding.set()
+            done.wait(NEVER)
+
+    holder = threading.Thread(target=hold_first)
+    holder.start()
+    try:
+        assert holding.wait(NEVER)
+        for _ in range(40):  # a store whose connection writes another shard
+            second = open_store()
+            with second.batch():
+                if batch_shard(second) == shard[0]:
+                    continue
+                second.pool._local.conn.execute("SET LOCAL lock_timeout = '2s'")
+                assert second.complete_many(ended[1:]) == {ended[1][0].delivery_id}
+            break
+        else:
+            pytest.fail("40 connections all wrote the first one's shard")
+    finally:
+        done.set()
+        holder.join(NEVER)
+    assert [s[:3] for s in first.bucket_sums(NOW - 3600)] == [("f", "succeeded", 2)]

@@ -241,13 +241,16 @@ class Pool:
 
     def run_with(self, setting: str, query: str, args: dict[str, Any]) -> list[Any]:
         """The rows of one statement run after a SET LOCAL statement, in a transaction of its
-        own: BEGIN, the setting, the statement and COMMIT go in one pipeline, one round trip."""
+        own: BEGIN, the setting, the statement and COMMIT go in one pipeline, one round trip.
+        Inside batch(), the setting and the statement go in one round trip."""
         joined: Connection | None = getattr(self._local, "conn", None)
         if joined is not None:
             try:
                 faults.before(query)
-                joined.execute(setting)
-                rows = joined.execute(query, args).fetchall()
+                with joined.pipeline():
+                    joined.execute(setting)
+                    cursor = joined.execute(query, args)
+                rows = cursor.fetchall()
                 faults.after(query)
                 return rows
             except psycopg.Error as exc:

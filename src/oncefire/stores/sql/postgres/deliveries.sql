@@ -136,7 +136,7 @@ WITH d AS (
     SELECT function, floor(finished_at / 3600) * 3600, outcome,
         width_bucket(duration, %(bounds)s::float8[]), 1, greatest(duration, 0),
         COALESCE(cpu_seconds, 0), number, COALESCE(reads, 0), COALESCE(writes, 0) FROM a
-    ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + 1,
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1,
         duration_sum = k.duration_sum + excluded.duration_sum,
         cpu_sum = k.cpu_sum + excluded.cpu_sum,
         max_number = greatest(k.max_number, excluded.max_number),
@@ -176,7 +176,7 @@ WITH x AS (
         COALESCE(sum(cpu_seconds), 0), max(number), COALESCE(sum(reads), 0),
         COALESCE(sum(writes), 0) FROM a
     GROUP BY function, hour, bin
-    ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + excluded.count,
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + excluded.count,
         duration_sum = k.duration_sum + excluded.duration_sum,
         cpu_sum = k.cpu_sum + excluded.cpu_sum,
         max_number = greatest(k.max_number, excluded.max_number),
@@ -208,7 +208,7 @@ WITH d AS (
     SELECT function, floor(finished_at / 3600) * 3600, outcome,
         width_bucket(duration, %(bounds)s::float8[]), 1, greatest(duration, 0),
         COALESCE(cpu_seconds, 0), number, COALESCE(reads, 0), COALESCE(writes, 0) FROM a
-    ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + 1,
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1,
         duration_sum = k.duration_sum + excluded.duration_sum,
         cpu_sum = k.cpu_sum + excluded.cpu_sum,
         max_number = greatest(k.max_number, excluded.max_number),
@@ -240,7 +240,7 @@ WITH d AS (
     SELECT function, floor(finished_at / 3600) * 3600, outcome,
         width_bucket(duration, %(bounds)s::float8[]), 1, greatest(duration, 0),
         COALESCE(cpu_seconds, 0), number, COALESCE(reads, 0), COALESCE(writes, 0) FROM a
-    ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + 1,
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1,
         duration_sum = k.duration_sum + excluded.duration_sum,
         cpu_sum = k.cpu_sum + excluded.cpu_sum,
         max_number = greatest(k.max_number, excluded.max_number),
@@ -274,7 +274,7 @@ WITH d AS (
     SELECT function, floor(finished_at / 3600) * 3600, outcome,
         width_bucket(duration, %(bounds)s::float8[]), 1, greatest(duration, 0),
         COALESCE(cpu_seconds, 0), number, COALESCE(reads, 0), COALESCE(writes, 0) FROM a
-    ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + 1,
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1,
         duration_sum = k.duration_sum + excluded.duration_sum,
         cpu_sum = k.cpu_sum + excluded.cpu_sum,
         max_number = greatest(k.max_number, excluded.max_number),

@@ -91,7 +91,7 @@ RETURNING 1;
 INSERT INTO oncefire_buckets AS k (function, hour, outcome, bin, count, duration_sum, cpu_sum,
     max_number)
 VALUES (%(function)s, %(hour)s, 'dedupe', 0, 1, 0, 0, 0)
-ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = k.count + 1;
+ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1;
 
 -- name: set_document
 -- A whole-document write and its event in one statement (migration 006).

@@ -1,0 +1,3 @@
+-- oncefire schema 20: on PostgreSQL the hour buckets are split by the writing connection, so
+-- that concurrent workers do not queue on one row's lock. SQLite has one writer at a time:
+-- nothing to split, and nothing changes.
