@@ -3,6 +3,7 @@ connection or inside a transaction (fetch, execute, count, execute_many), for ea
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -35,14 +36,23 @@ def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
     """SQLite has no arrays: a list argument `:ids` becomes `:ids_0, :ids_1, ...` (an empty
     list, nothing: SQLite accepts `IN ()`)."""
     flat: dict[str, Any] = {}
+    lengths = []
     for key, value in args.items():
         if isinstance(value, list | tuple):
-            names = [f"{key}_{i}" for i in range(len(value))]
-            sql = re.sub(rf":{key}\b", ", ".join(f":{n}" for n in names), sql)
-            flat.update(zip(names, value, strict=True))
+            flat.update(zip((f"{key}_{i}" for i in range(len(value))), value, strict=True))
+            lengths.append((key, len(value)))
         else:
             flat[key] = value
-    return sql, flat
+    return (_expanded(sql, tuple(lengths)) if lengths else sql), flat
+
+
+@functools.lru_cache(maxsize=1024)
+def _expanded(sql: str, lengths: tuple[tuple[str, int], ...]) -> str:
+    """A statement with each list parameter replaced by as many placeholders as it has values
+    (kept: a statement runs with the same lengths again and again, inside the write lock)."""
+    for key, length in lengths:
+        sql = re.sub(rf":{key}\b", ", ".join(f":{key}_{i}" for i in range(length)), sql)
+    return sql
 
 
 class SqliteStatements:
