@@ -14,9 +14,12 @@ __all__ = ["store_url", "workers"]  # the fixtures, shared with the document ord
 
 def test_three_processes_keep_the_order_of_each_computed_key(workers: object) -> None:
     w: Workers = workers(3)  # type: ignore[operator]
-    for n in range(20):
-        for c in range(5):
-            w.app.db.document(f"orders/o{n}-{c}").set({"customer": f"c{c}", "n": n})
+    # One commit: the three processes wake to every customer's first order at once, so the
+    # keys spread over them (written one by one, the first process to wake can take each).
+    with w.app.db.transaction() as tx:
+        for n in range(20):
+            for c in range(5):
+                tx.set(w.app.db.document(f"orders/o{n}-{c}"), {"customer": f"c{c}", "n": n})
     w.wait_for("100 orders run", lambda: ledger_count(w, "kdone ") == 100)
     lines = [line for line in w.lines() if line[0].startswith("k")]
     pids = set()
