@@ -29,7 +29,10 @@ WORK = BENCH / ".work"
 SRC = Path(os.environ.get("BENCH_SRC") or ROOT / "src").resolve()
 
 PG_HOST = os.environ.get("BENCH_PG_HOST", "127.0.0.1")
-PG_ADMIN_URL = f"postgresql://postgres@{PG_HOST}:5432/postgres"
+# BENCH_PG_PORT measures on another server of this machine (e.g. a private cluster with the
+# default settings, autovacuum on, when the shared one runs with it off).
+PG_PORT = os.environ.get("BENCH_PG_PORT", "5432")
+PG_ADMIN_URL = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/postgres"
 # BENCH_DB_SUFFIX keeps the PostgreSQL databases of two checkouts measuring at once apart.
 DB_SUFFIX = os.environ.get("BENCH_DB_SUFFIX", "")
 ONCEFIRE_PG_DB = f"oncefire_bench{DB_SUFFIX}"
@@ -45,7 +48,7 @@ LATENCY_PORT_ENV = "BENCH_LATENCY_PORT"
 
 def pg_url(database: str) -> str:
     """A loopback PostgreSQL URL for one of the benchmarks' databases."""
-    return f"postgresql://postgres@{PG_HOST}:5432/{database}"
+    return f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{database}"
 
 
 def ensure_database(name: str) -> None:
