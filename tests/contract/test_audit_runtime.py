@@ -9,7 +9,7 @@ from collections.abc import Callable
 from oncefire import App, RetryPolicy
 from oncefire.audit import Thresholds
 from oncefire.events import Event
-from oncefire.testing import TestClock
+from oncefire.testing import TestClock, deliver, make_event
 from oncefire.worker import Worker
 
 EVERY_SECOND = RetryPolicy(max_attempts=12, first_delay=1, multiplier=1, max_delay=1)
@@ -67,6 +67,24 @@ def test_a_loop_a_poison_group_and_an_orphan_are_found(
     assert findings["orphan-function"].file is None  # no code to point at
     clock.advance(7200)
     assert runtime(app) == {("orphan-function", "retired")}
+
+
+def test_an_event_delivered_to_one_function_more_than_three_times_is_a_looping_event(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    app.on_message("payments", name="charge")(ok)
+    event = make_event("message.published", "payments", {"n": 1})
+    deliver(app, "charge", event, times=3)  # at the threshold: not yet a loop
+    assert runtime(app) == set()
+    deliver(app, "charge", event, times=1)  # a fourth delivery, each run once
+    assert app.store.delivery_states(event.id) == [("charge", "succeeded", 1)] * 4
+    [finding] = app.audit(since=3600, is_static=False).findings
+    assert (finding.rule, finding.function) == ("looping-event", "charge")
+    assert finding.message == f"event {event.id} ran 4 times over 4 deliveries"
+    assert finding.line == ok.__code__.co_firstlineno
+    four_allowed = Thresholds(looping_deliveries=4)
+    assert app.audit(since=3600, is_static=False, thresholds=four_allowed).findings == ()
 
 
 def test_a_healthy_store_has_no_runtime_finding(

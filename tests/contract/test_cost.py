@@ -4,13 +4,14 @@ of `app.audit()`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oncefire import App, RetryPolicy
+from oncefire import App, PermanentError, RetryPolicy
 from oncefire.cost import CostReport
 from oncefire.errors import PriceTableError
 from oncefire.events import Event
@@ -152,6 +153,55 @@ def test_cpu_seconds_are_measured_per_attempt_and_priced_when_asked(
     assert figures["cpu_seconds"] > 0
     assert figures["cost"]["compute"] == pytest.approx(figures["cpu_seconds"])
     assert figures["cost"]["invocations"] == pytest.approx(0.2e-6)  # the default price kept
+
+
+def attempt_rows(app: App, event_id: str) -> list[tuple[str, float | None, float]]:
+    """(outcome, CPU seconds, seconds) of each attempt of an event, as its row holds them."""
+    mark = "?" if app.store.dialect == "sqlite" else "%s"
+    query = (
+        "SELECT outcome, cpu_seconds, finished_at - started_at FROM oncefire_attempts"
+        f" WHERE event_id = {mark} ORDER BY number"
+    )
+    with app.store.read() as tx:
+        conn = tx.conn  # type: ignore[attr-defined]
+        return [tuple(row) for row in conn.execute(query, (event_id,)).fetchall()]
+
+
+def test_each_attempt_row_holds_the_cpu_its_function_burned_and_not_its_waiting(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app(concurrency=1)
+    burned = 0.05  # CPU seconds each busy attempt spins for, by its own thread's clock
+
+    @app.on_message("crunch", name="crunch", retry_policy=EVERY_SECOND)
+    def crunch(event: Event) -> None:
+        start = time.thread_time()
+        while time.thread_time() - start < burned:
+            pass
+        if event.data.json["fail"] == "once" and event.attempt == 1:
+            raise RuntimeError("gateway timeout")
+        if event.data.json["fail"] == "always":
+            raise PermanentError("bad file")
+
+    @app.on_message("wait", name="wait")
+    def wait(event: Event) -> None:
+        start = time.perf_counter()
+        time.sleep(0.2)  # waiting on the outside: seconds pass, no CPU is spent
+        clock.advance(time.perf_counter() - start)  # the attempt's row gets those seconds
+
+    retried = app.publish("crunch", {"fail": "once"})
+    buried = app.publish("crunch", {"fail": "always"})
+    waited = app.publish("wait", {})
+    app.drain()
+    clock.advance(1)
+    app.drain()
+    busy = attempt_rows(app, retried) + attempt_rows(app, buried)
+    assert [outcome for outcome, _, _ in busy] == ["failed", "succeeded", "permanent"]
+    for _, cpu, _ in busy:  # retried, succeeded and buried: each row has its CPU
+        assert cpu is not None and cpu >= burned
+    [(outcome, cpu, seconds)] = attempt_rows(app, waited)
+    assert outcome == "succeeded" and seconds >= 0.2
+    assert cpu is not None and cpu < seconds / 2
 
 
 def test_history_outside_the_window_and_functions_that_never_ran(
