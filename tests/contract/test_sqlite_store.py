@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from oncefire import App, SchemaVersionError, StoreError, codec
-from oncefire.settings import Settings
 from oncefire.stores import migrations, sqlite_connections
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock
@@ -376,8 +375,36 @@ def test_a_full_database_reports_that_it_is_full(sqlite_url: str) -> None:
         app.close()
 
 
-def test_the_busy_wait_leaves_a_worker_time_to_renew_its_leases() -> None:
+@pytest.mark.parametrize(
+    "leases",
+    [{}, {"lease": 20.0, "renew_every": 10.0}, {"lease": 12.0, "renew_every": 4.0}],
+    ids=["default", "lease 20 renewed every 10", "lease 12 renewed every 4"],
+)
+def test_the_busy_wait_leaves_a_worker_time_to_renew_its_leases(
+    db_path: Path, leases: dict[str, float]
+) -> None:
     # A worker waiting for the write lock cannot renew: the wait must end before a lease
-    # renewed on time could run out.
-    settings = Settings()
-    assert settings.lease - settings.renew_every > sqlite_connections.BUSY_TIMEOUT_MS / 1000
+    # renewed on time could run out, for the app's own lease and renewal interval.
+    app = App(f"sqlite:///{db_path}", **leases)
+    try:
+        store = app.store
+        assert isinstance(store, SqliteStore)
+        settings = app.settings
+        assert store.connections.busy_wait < settings.lease - settings.renew_every
+    finally:
+        app.close()
+
+
+def test_a_writer_gives_up_on_the_lock_in_time_to_renew_a_short_lease(db_path: Path) -> None:
+    # With a 0.5 s lease renewed every 0.1 s, a write gives up on a held lock after 0.2 s, not
+    # after the 15 s a default app waits.
+    app = App(f"sqlite:///{db_path}", lease=0.5, renew_every=0.1)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        _ = app.store
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError, match=r"stayed locked for 0\.2 s"):
+            app.db.document("docs/a").set({"n": 1})
+    finally:
+        other.close()
+        app.close()

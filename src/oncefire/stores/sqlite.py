@@ -113,6 +113,11 @@ class SqliteStore(SqlStore):
         """No one-statement write on SQLite (a transaction is as fast): always False."""
         return False
 
+    def keep_renewals_in_time(self, lease: float, renew_every: float) -> None:
+        """Wait for the write lock at most half of lease - renew_every, so a worker waiting for
+        it still renews its leases before they run out."""
+        self.connections.wait_limit = (lease - renew_every) / 2
+
     def _identity(self) -> tuple[int, int] | None:
         """(device, inode) of the store's file, None if there is none (or in memory)."""
         return None if self.is_memory else file_identity(self.path)

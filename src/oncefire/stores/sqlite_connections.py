@@ -16,8 +16,8 @@ from oncefire.errors import StoreError, StoreUnavailableError
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row, expand_lists
 
-# How long a writer waits for the lock. It stays below a lease minus its renewal interval
-# (30 s - 10 s by default), so a worker waiting for the lock can still renew in time.
+# The longest a writer waits for the lock. An app's store waits less when its settings need
+# it (SqliteConnections.wait_limit): a worker waiting for the lock must still renew in time.
 BUSY_TIMEOUT_MS = 15_000
 SQL = queries.load("sqlite")
 
@@ -35,6 +35,14 @@ class SqliteConnections:
         # Each connection with the thread it serves (None: shared), so a dead thread's is closed.
         self._all: list[tuple[threading.Thread | None, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
+        self.wait_limit: float | None = None
+        """The most seconds a writer waits for the lock (None: BUSY_TIMEOUT_MS alone)."""
+
+    @property
+    def busy_wait(self) -> float:
+        """How long a writer waits for the lock, in seconds."""
+        longest = BUSY_TIMEOUT_MS / 1000
+        return longest if self.wait_limit is None else min(longest, self.wait_limit)
 
     def _connect(self, owner: threading.Thread | None) -> sqlite3.Connection:
         # auto_vacuum takes effect only before the first table: set it on a new file only, so
@@ -47,7 +55,7 @@ class SqliteConnections:
                 ":memory:" if self.is_memory else self.path,
                 isolation_level=None,
                 check_same_thread=False,
-                timeout=BUSY_TIMEOUT_MS / 1000,
+                timeout=self.busy_wait,
             )
             if is_new:
                 conn.execute(SQL["incremental_auto_vacuum"])
@@ -133,7 +141,7 @@ class SqliteConnections:
             return
         with self.connection() as conn:
             faults.before("begin")
-            begin(conn, mode)
+            begin(conn, mode, self.busy_wait)
             try:
                 faults.after("begin")
                 yield conn
@@ -190,14 +198,14 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def begin(conn: sqlite3.Connection, mode: str) -> None:
-    """BEGIN a transaction, waiting up to BUSY_TIMEOUT_MS for the lock.
+def begin(conn: sqlite3.Connection, mode: str, wait: float) -> None:
+    """BEGIN a transaction, waiting up to `wait` seconds for the lock.
 
     SQLite's own busy handler sleeps 1, 2, 5, 10 ... 100 ms between tries, so a worker next
     to a busy writer would wait in ever longer naps while the writer keeps taking the lock.
     Asking again every fraction of a millisecond shares the lock fairly.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + wait
     nap = 0.0001
     while True:
         try:
@@ -208,7 +216,7 @@ def begin(conn: sqlite3.Connection, mode: str) -> None:
                 raise StoreUnavailableError(f"The SQLite store is unavailable: {exc}.") from exc
             if time.monotonic() >= deadline:
                 raise StoreUnavailableError(
-                    f"The SQLite store stayed locked for {BUSY_TIMEOUT_MS / 1000:g} s: {exc}."
+                    f"The SQLite store stayed locked for {wait:g} s: {exc}."
                 ) from exc
             time.sleep(nap)
             nap = min(nap * 2, 0.002)
@@ -219,13 +227,13 @@ def begin(conn: sqlite3.Connection, mode: str) -> None:
 class OneStatement:
     """Statements each committed on its own (or in the thread's batch). One that meets a busy
     writer waits busy_timeout inside SQLite, fails changing nothing, and is run again until
-    the store's lock timeout."""
+    the store's busy wait has passed."""
 
     def __init__(self, connections: SqliteConnections) -> None:
         self._connections = connections
 
     def _run(self, name: str, args: Args, answer: Callable[[sqlite3.Cursor], Any]) -> Any:
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        deadline = time.monotonic() + self._connections.busy_wait
         sql, flat = expand_lists(SQL[name], args)
         with self._connections.connection() as conn:
             faults.before(name)
