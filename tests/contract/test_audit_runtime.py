@@ -87,6 +87,24 @@ def test_an_event_delivered_to_one_function_more_than_three_times_is_a_looping_e
     assert app.audit(since=3600, is_static=False, thresholds=four_allowed).findings == ()
 
 
+def test_an_event_a_person_replays_again_and_again_is_a_looping_event(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    app.on_message("payments", name="charge", retry=False)(declined)
+    event_id = app.publish("payments", {"n": 1})
+    app.drain()
+    for replays in range(1, 4):  # each replay hands the dead letter over again, at attempt 1
+        [letter] = app.dead_letters.list()
+        app.dead_letters.replay(letter.id)
+        app.drain()
+        if replays < 3:
+            assert runtime(app) == set()
+    [finding] = app.audit(since=3600, is_static=False).findings
+    assert (finding.rule, finding.function) == ("looping-event", "charge")
+    assert finding.message == f"event {event_id} ran 4 times over 4 deliveries"
+
+
 def test_a_healthy_store_has_no_runtime_finding(
     make_app: Callable[..., App], clock: TestClock
 ) -> None:

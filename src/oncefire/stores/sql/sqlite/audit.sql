@@ -3,12 +3,13 @@
 
 -- name: looping_events
 -- Events a function ran more than most_attempts times, or was handed more than
--- most_deliveries times (redeliveries), in the window.
-SELECT function, event_id, count(*) AS attempts, count(DISTINCT delivery_id) AS deliveries
+-- most_deliveries times (redeliveries, and replays: a replay starts its delivery again at
+-- attempt 1), in the window.
+SELECT function, event_id, count(*) AS attempts, max(count(DISTINCT delivery_id), sum(number = 1)) AS deliveries
 FROM oncefire_attempts
 WHERE finished_at >= :since
 GROUP BY function, event_id
-HAVING count(*) > :most_attempts OR count(DISTINCT delivery_id) > :most_deliveries
+HAVING count(*) > :most_attempts OR max(count(DISTINCT delivery_id), sum(number = 1)) > :most_deliveries
 ORDER BY attempts DESC, event_id
 LIMIT :limit;
 
