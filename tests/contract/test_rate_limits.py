@@ -66,6 +66,30 @@ def test_a_slow_rate_spreads_starts_over_its_window(
     assert started[0] == start + 1
 
 
+def test_an_hourly_rate_starts_one_a_second_once_its_burst_is_spent(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app()
+    started: list[float] = []
+    app.on_document_created("mail/{m}", name="send", rate_limit="3600/h")(
+        lambda event: started.append(clock.now())
+    )
+    assert app.store  # registered before the writes
+    with app.db.transaction() as tx:
+        for n in range(370):
+            tx.set(app.db.document(f"mail/m{n}"), {"n": n})
+    app.drain()
+    assert len(started) == 360  # the burst: a tenth of 3600
+    per_second = []
+    for _ in range(8):  # then one token each second, "3600/h" being 1/s
+        clock.advance(1)
+        before = len(started)
+        app.drain()
+        per_second.append(len(started) - before)
+    assert per_second == [1] * 8
+    assert app.stats()["send"].pending == 2
+
+
 def test_deliveries_past_the_rate_stay_pending(
     make_app: Callable[..., App], clock: TestClock
 ) -> None:

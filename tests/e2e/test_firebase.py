@@ -206,6 +206,31 @@ def test_firebase_options_are_kept_or_ignored_with_a_note(
         pubsub_fn.on_message_published(topic="t", colour="red")
 
 
+def test_the_concurrency_option_is_ignored_with_a_note(
+    default_app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="oncefire.firebase.options")
+    seen: list[str] = []
+
+    @firestore_fn.on_document_created(document="jobs/{id}", concurrency=80)
+    def busy(event: firestore_fn.Event[firestore_fn.DocumentSnapshot | None]) -> None:
+        seen.append(event.params["id"])
+
+    @pubsub_fn.on_message_published(topic="t", concurrency=1)
+    def single(event: object) -> None:
+        return None
+
+    notes = [r.getMessage() for r in caplog.records]
+    assert any(
+        n.startswith("firestore_fn.on_document_created: option concurrency=80 has no meaning")
+        for n in notes
+    ), notes
+    assert any("on_message_published: option concurrency=1 has no meaning" in n for n in notes)
+    default_app.db.document("jobs/j1").set({})
+    default_app.drain()
+    assert seen == ["j1"]  # registered and served like any document function
+
+
 @pytest.mark.parametrize(
     ("firebase", "oncefire"),
     [
