@@ -5,11 +5,14 @@ Every user mistake is one line."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import Run, assert_user_error
+from cli_support import ONCEFIRE, Run, assert_user_error
 
 from oncefire import App
 from oncefire.events import Event
@@ -71,7 +74,15 @@ def test_dry_run_prints_what_would_change_and_changes_nothing(
 
 
 @pytest.mark.parametrize(
-    "args", [("dlq", "list"), ("dlq", "show", "1"), ("stats",), ("doc", "get", "orders/o1")]
+    "args",
+    [
+        ("dlq", "list"),
+        ("dlq", "show", "1"),
+        ("stats",),
+        ("doc", "get", "orders/o1"),
+        ("functions",),
+        ("functions", "list"),
+    ],
 )
 def test_inspection_refuses_a_store_that_does_not_exist(
     run: Run, tmp_path: Path, args: tuple[str, ...]
@@ -135,8 +146,55 @@ def test_a_postgres_database_with_tables_of_its_own_gets_oncefire_tables_only_by
             conn.execute("DROP TABLE IF EXISTS shop_customers")
 
 
+SERVED = """
+from oncefire import App
+
+app = App()
+
+@app.on_message("emails")
+def send(event):
+    pass
+"""
+HARD_CODED = """
+from oncefire import App
+
+app = App("sqlite:///{path}")
+"""
+
+
+def start_worker_until_named(tmp_path: Path, app_file: str, store: str) -> tuple[list[str], str]:
+    """Start `oncefire worker APP_FILE --store STORE`, read its stderr up to the line naming its
+    store (or, if it names none, up to the line saying it serves), then SIGTERM it; return the
+    stderr lines read and all it printed on stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+    worker = subprocess.Popen(
+        [ONCEFIRE, "worker", app_file, "--store", store],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert worker.stderr is not None
+    lines: list[str] = []
+    try:
+        for line in worker.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("store: ") or " serving " in line:
+                break
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            stdout, _ = worker.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            raise
+    return lines, stdout
+
+
 def test_every_command_names_its_store_on_stderr(
-    run: Run, store: str, dead_letters: list[int]
+    run: Run, store: str, dead_letters: list[int], tmp_path: Path
 ) -> None:
     for args in (("dlq", "list", "--json"), ("stats",), ("publish", "t", "{}")):
         result = run(*args)
@@ -144,13 +202,10 @@ def test_every_command_names_its_store_on_stderr(
         assert store in result.stderr
         assert store not in result.stdout  # stdout carries data only
     assert json.loads(run("dlq", "list", "--json").stdout)
-
-
-HARD_CODED = """
-from oncefire import App
-
-app = App("sqlite:///{path}")
-"""
+    (tmp_path / "shop.py").write_text(SERVED)
+    stderr, stdout = start_worker_until_named(tmp_path, "shop.py", store)
+    assert f"store: {store}" in stderr
+    assert store not in stdout
 
 
 def test_a_store_flag_that_conflicts_with_the_app_store_is_an_error(
@@ -163,6 +218,10 @@ def test_a_store_flag_that_conflicts_with_the_app_store_is_an_error(
     )
     assert agreeing.returncode == 0, agreeing.stderr
     assert f"store: sqlite:///{tmp_path}/fixed.db" in agreeing.stderr  # named as it starts
+    # A worker refuses the conflict at once, and names the agreeing store as it starts.
+    assert_user_error(run("worker", "fixed.py"), "--store", "fixed.db")
+    stderr, _ = start_worker_until_named(tmp_path, "fixed.py", f"sqlite:///{tmp_path}/fixed.db")
+    assert f"store: sqlite:///{tmp_path}/fixed.db" in stderr
 
 
 # -- point 19: one line, never a traceback ------------------------------------------------------

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from cli_support import ONCEFIRE
+
+from oncefire import App
 
 pytestmark = pytest.mark.e2e
 
@@ -39,12 +42,18 @@ def wait_for(what: str, check: Callable[[], object]) -> None:
         time.sleep(0.05)
 
 
+def environment(tmp_path: Path) -> dict[str, str]:
+    """A clean environment naming tmp_path's SQLite store, with fast sweeps."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+    env.update(ONCEFIRE_STORE=f"sqlite:///{tmp_path}/shop.db", ONCEFIRE_SWEEP_EVERY="0.3")
+    return env
+
+
 @pytest.fixture
 def oncefire(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start `oncefire ARGS` in tmp_path on its SQLite store, with fast sweeps."""
     started: list[subprocess.Popen[bytes]] = []
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
-    env.update(ONCEFIRE_STORE=f"sqlite:///{tmp_path}/shop.db", ONCEFIRE_SWEEP_EVERY="0.3")
+    env = environment(tmp_path)
 
     def start(*args: str, log: str = "worker.log") -> subprocess.Popen[bytes]:
         with open(tmp_path / log, "wb") as out:
@@ -85,3 +94,52 @@ def test_writes_after_the_sqlite_file_was_deleted_reach_the_running_worker(
     wait_for("the late message", lambda: sent(tmp_path) == ["early", "late"])
     errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
     assert len(errors) == 1, log.read_text()
+
+
+# App file A registers `send` and publishes two messages for it; app file B serves only `bill`.
+APP_A = (
+    APP
+    + """
+if __name__ == "__main__":
+    app.publish("emails", {"to": "a1"})
+    app.publish("emails", {"to": "a2"})
+"""
+)
+APP_B = """
+from pathlib import Path
+from oncefire import App
+
+app = App()
+
+@app.on_message("invoices")
+def bill(event):
+    Path("billed.txt").write_text(event.data.data["to"])
+"""
+
+
+def test_a_worker_warns_at_start_about_a_stored_function_it_does_not_serve(
+    tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    (tmp_path / "a.py").write_text(APP_A)
+    (tmp_path / "b.py").write_text(APP_B)
+    env = environment(tmp_path)
+    subprocess.run([sys.executable, "a.py"], cwd=tmp_path, env=env, check=True, timeout=60)
+    assert oncefire("publish", "invoices", '{"to": "b1"}', log="p.log").wait(60) == 0
+    reader = App(env["ONCEFIRE_STORE"])
+    pending = {row.name: row.pending for row in reader.functions.list()}
+    reader.close()
+    assert pending["send"] == 2  # due deliveries of a function B lacks
+
+    worker = oncefire("worker", "b.py")
+    billed = tmp_path / "billed.txt"
+    # The worker warns before it serves anything, so once bill has run the warning is logged;
+    # the log is complete once the worker has exited.
+    wait_for("b's own delivery", billed.exists)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0
+    log = (tmp_path / "worker.log").read_text()
+    [warning] = [line for line in log.splitlines() if "does not serve" in line]
+    assert " WARNING " in warning
+    assert "does not serve: send;" in warning, warning
+    assert "bill" not in warning
+    assert not (tmp_path / "sent.txt").exists()  # B ran nothing of send
