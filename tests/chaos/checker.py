@@ -6,13 +6,14 @@ It reports, per (function, key):
 - duplicate deliveries: more than one attempt started (allowed: delivery is at-least-once);
 - duplicate committed effects: more than one effect written through `tx.claim` (must be none);
 - unexplained duplicate outside effects: an `@idempotent` effect repeated although its earlier
-  run was neither killed after the effect nor failed;
+  attempt neither failed nor was killed between the effect and the start of the repeat;
 - dead (with the attempts charged), expired, unfinished (still pending or running);
 - the most attempts of one function running at once, a killed process's run ending at its kill.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -107,23 +108,34 @@ def check(entries: list[Entry], facts: StoreFacts) -> Report:
 
 
 def _outside_effects(entries: list[Entry], report: Report) -> None:
-    """Every outside effect but a key's last must be explained by a kill or a failure after it."""
+    """Every outside effect but a key's last must be explained: its attempt failed, or its
+    process was killed after it and before the attempt that repeated it started."""
     kills = [(e.get("victim"), e.at) for e in entries if e.kind == "kill"]
-    failed = {
-        (e.pid, e.key, e.get("attempt")) for e in entries if e.kind == "end" and not e.get("ok")
-    }
+    failed = {_attempt(e) for e in entries if e.kind == "end" and not e.get("ok")}
+    starts = {_attempt(e): e.at for e in entries if e.kind == "start"}  # an attempt's last
     by_key: dict[Key, list[Entry]] = defaultdict(list)
     for e in entries:
         if e.kind == "effect":
             by_key[(e.get("function"), e.key)].append(e)
     for k, effects in sorted(by_key.items()):
-        for earlier in effects[:-1]:
-            killed = any(pid == earlier.pid and at >= earlier.at for pid, at in kills)
-            if killed or (earlier.pid, earlier.key, earlier.get("attempt")) in failed:
+        for earlier, repeat in itertools.pairwise(effects):
+            # The kill line is written once its victim is dead, so it follows all the victim
+            # did. The bound is the repeat's start, not the earlier attempt's end line: the
+            # @idempotent record is completed after the function returns, so a kill just after
+            # the end line can still have cut that completion. A kill once the repeat had
+            # begun cannot have caused it.
+            repeated_at = min(starts.get(_attempt(repeat), repeat.at), repeat.at)
+            killed = any(pid == earlier.pid and earlier.at < at < repeated_at for pid, at in kills)
+            if killed or _attempt(earlier) in failed:
                 report.explained_outside += 1
             else:
                 report.duplicate_outside.append(k)
                 break
+
+
+def _attempt(e: Entry) -> tuple[int, str, str, object]:
+    """The attempt a line is about: its process, function, key and attempt number."""
+    return (e.pid, e.get("function"), e.key, e.get("attempt"))
 
 
 def _most_at_once(entries: list[Entry]) -> dict[str, int]:

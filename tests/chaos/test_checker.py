@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import ledger
+import pytest
 from checker import Delivery, StoreFacts, check
 from ledger import Entry
 
@@ -77,6 +78,53 @@ def test_a_second_outside_effect_needs_a_kill_or_a_failure_between() -> None:
     failed = [*entries[:-1], entry("end", "a", 102, ok=False), *again]
     report = check(failed, facts)
     assert report.duplicate_outside == [] and report.explained_outside == 1
+
+
+def repeated(kill_at: int, victim: int = 10) -> list[Entry]:
+    """Key a: an attempt with its effect and end (pid 10, 100-102), a kill line, and a second
+    attempt that repeats the effect (pid 11: start 200, effect 210, end 220)."""
+    entries, _ = clean(["a"])
+    again = [
+        entry("start", "a", 200, pid=11, attempt=2),
+        entry("effect", "a", 210, pid=11, attempt=2),
+        entry("end", "a", 220, pid=11, attempt=2, ok=True),
+    ]
+    kill = entry("kill", "", kill_at, pid=1, victim=victim)
+    return sorted([*entries, kill, *again], key=lambda e: e.at)
+
+
+def test_a_kill_between_an_effect_and_the_start_of_its_repeat_explains_the_repeat() -> None:
+    # After the end line too: the @idempotent record is completed after the function returns.
+    _, facts = clean(["a"])
+    report = check(repeated(kill_at=150), facts)
+    assert report.duplicate_outside == [] and report.explained_outside == 1
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "victim"),
+    [(230, 10), (205, 10), (150, 12)],
+    ids=["after the repeat", "after the repeat started", "another process"],
+)
+def test_a_kill_that_cannot_have_cut_the_earlier_attempt_leaves_the_repeat_a_duplicate(
+    kill_at: int, victim: int
+) -> None:
+    _, facts = clean(["a"])
+    report = check(repeated(kill_at, victim), facts)
+    assert report.duplicate_outside == [(F, "a")] and not report.ok
+    assert report.explained_outside == 0
+
+
+def test_each_repeat_of_an_outside_effect_needs_its_own_explanation() -> None:
+    _, facts = clean(["a"])
+    third = [
+        entry("start", "a", 300, pid=12, attempt=3),
+        entry("effect", "a", 310, pid=12, attempt=3),
+    ]
+    report = check([*repeated(kill_at=150), *third], facts)  # the second attempt was not cut
+    assert report.duplicate_outside == [(F, "a")] and report.explained_outside == 1
+    killed_too = entry("kill", "", 250, pid=1, victim=11)
+    report = check([*repeated(kill_at=150), killed_too, *third], facts)
+    assert report.duplicate_outside == [] and report.explained_outside == 2
 
 
 def test_runs_at_once_are_counted_and_a_kill_ends_the_victims_runs() -> None:
