@@ -2,63 +2,84 @@
 
 from __future__ import annotations
 
-import os
-import sys
+import sqlite3
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from tests.conftest import postgres_url
 
 from oncefire import App
 from oncefire.query import index_key
-from oncefire.stores import sql_store
+from oncefire.stores import sql_store, sqlite_connections
+from oncefire.stores.sqlite import SqliteStore
 
 
-def in_the_store(thread: threading.Thread) -> bool:
-    """Whether a thread is running (or waiting) in oncefire's store layer right now."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    while frame is not None:
-        if f"{os.sep}oncefire{os.sep}stores{os.sep}" in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def test_a_write_racing_an_index_declaration_is_indexed(app: App) -> None:
-    app.db.document("orders/o1").set({"status": "paid"})
-    writer_started = threading.Event()
-
-    def write_during_declaration() -> None:
-        writer_started.set()
-        app.db.document("orders/o2").set({"status": "paid"})  # waits for the declaration
-
-    writer = threading.Thread(target=write_during_declaration)
+def test_an_update_racing_an_index_chunk_waits_for_it_and_is_indexed(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update of a document in the chunk being indexed, sent between the chunk's read and
+    its entries, waits for the chunk's transaction; the entry follows the final value. (Were
+    the read and the entries two transactions, the update would land between them and the
+    chunk would write the entry of the value it had read.)"""
+    orders = app.db.collection("orders")
+    orders.document("o1").set({"status": "new"})
+    orders.document("o2").set({"status": "new"})
+    writer = threading.Thread(target=lambda: orders.document("o1").set({"status": "paid"}))
+    writer_waits = waiting_for_the_write_lock(app, writer, monkeypatch)
 
     def entries_of(docs: Iterator[tuple[str, dict[str, Any]]]) -> dict[str, str]:
         found = {path: index_key(rec["data"]["status"]) for path, rec in docs}
         writer.start()
-        writer_started.wait(5)
-        # The writer is inside the store's write (waiting for the declaration), or done (the
-        # bug: it slipped in, and the index misses its document).
-        deadline = time.monotonic() + 30
-        while writer.is_alive() and not in_the_store(writer):
-            assert time.monotonic() < deadline, "the writer never reached the store"
-            time.sleep(0.001)
+        # The update either waits for this chunk's lock, or (the bug) is done already.
+        while writer.is_alive() and not writer_waits():
+            writer.join(0.001)
         return found
 
     app.db.store.declare_index("orders", "status", entries_of)
     writer.join(30)
     assert not writer.is_alive()
     with app.store.read() as tx:
-        indexed = [path for path, _ in tx.list_documents("orders", ("status", index_key("paid")))]
-    assert indexed == ["orders/o1", "orders/o2"]
-    assert [s.id for s in app.db.collection("orders").where("status", "==", "paid").get()] == [
-        "o1",
-        "o2",
-    ]
+        by_index = {
+            status: [p for p, _ in tx.list_documents("orders", ("status", index_key(status)))]
+            for status in ("paid", "new")
+        }
+    assert by_index == {"paid": ["orders/o1"], "new": ["orders/o2"]}
+    assert [s.id for s in orders.where("status", "==", "paid").get()] == ["o1"]
+    assert [s.id for s in orders.where("status", "==", "new").get()] == ["o2"]
+
+
+def waiting_for_the_write_lock(
+    app: App, writer: threading.Thread, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[], bool]:
+    """A check of whether the writer thread is waiting for another transaction's lock: on
+    SQLite, its BEGIN was refused as busy; on PostgreSQL, a lock on the documents table is
+    not granted yet."""
+    if isinstance(app.store, SqliteStore):
+        refused = threading.Event()
+        real_is_busy = sqlite_connections.is_busy
+
+        def is_busy(exc: sqlite3.Error) -> bool:
+            if real_is_busy(exc) and threading.current_thread() is writer:
+                refused.set()
+            return real_is_busy(exc)
+
+        monkeypatch.setattr(sqlite_connections, "is_busy", is_busy)
+        return refused.is_set
+    import psycopg
+
+    def is_waiting() -> bool:
+        with psycopg.connect(postgres_url(), autocommit=True) as conn:
+            return bool(
+                conn.execute(
+                    "SELECT count(*) FROM pg_locks"
+                    " WHERE NOT granted AND relation = 'oncefire_documents'::regclass"
+                ).fetchone()[0]  # type: ignore[index]
+            )
+
+    return is_waiting
 
 
 def test_a_declaration_over_more_documents_than_a_chunk_commits_chunk_by_chunk(
