@@ -23,7 +23,14 @@ def check_id(segment: str, what: str = "id") -> str:
         raise InvalidPathError(f"The {what} {segment!r} contains '/': ids cannot contain slashes.")
     if segment in (".", ".."):
         raise InvalidPathError(f"The {what} {segment!r} is reserved: choose another id.")
-    if len(segment.encode()) > MAX_ID_BYTES:
+    try:
+        size = len(segment.encode())
+    except UnicodeEncodeError:  # a lone surrogate: no store can hold it
+        raise InvalidPathError(
+            f"The {what} {segment!r} holds a lone surrogate, which is not text UTF-8 can "
+            "encode: use valid Unicode."
+        ) from None
+    if size > MAX_ID_BYTES:
         raise InvalidPathError(f"A {what} must be at most {MAX_ID_BYTES} bytes of UTF-8.")
     return segment
 
