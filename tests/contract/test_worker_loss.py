@@ -105,6 +105,10 @@ NAN, INF = math.nan, math.inf
         {"timeout": INF},
         {"timeout": "10"},
         {"timeout": True},
+        {"timeout": -1},
+        {"timeout": 0},
+        {"max_instances": 0},
+        {"max_instances": -1},
         {"max_instances": 1.5},
         {"max_instances": True},
         {"max_instances": "2"},
@@ -127,10 +131,15 @@ def test_every_bad_option_is_a_config_error(options: dict[str, Any]) -> None:
     [
         {"first_delay": NAN},
         {"first_delay": INF},
+        {"first_delay": -1},
         {"max_delay": NAN},
+        {"max_delay": INF},
+        {"max_delay": -1},
         {"multiplier": NAN},
         {"multiplier": INF},
         {"jitter": NAN},
+        {"max_attempts": 0},
+        {"max_attempts": -1},
         {"max_attempts": 2.5},
         {"max_attempts": True},
         {"first_delay": "60"},
@@ -160,18 +169,23 @@ def test_a_lone_surrogate_a_nul_and_retry_nan_poison_no_batch_mate(app: App) -> 
             raise RuntimeError("bad \x00 text")
         if kind == "nan":
             raise Retry(delay=NAN)
+        if kind == "inf":
+            raise Retry(delay=INF)
 
     ids = publish(app, {"n": 1}, {"kind": "surrogate"}, {"n": 2}, {"kind": "nul"})
-    ids += publish(app, {"kind": "nan"}, {"n": 3})
+    ids += publish(app, {"kind": "nan"}, {"n": 3}, {"kind": "inf"})
     app.drain()
     assert runs.count == dict.fromkeys(ids, 1)
     states = {i: app.store.delivery_states(i)[0][1:] for i in ids}
     assert [states[ids[n]] for n in (0, 2, 5)] == [("succeeded", 1)] * 3
-    assert [states[ids[n]] for n in (1, 3, 4)] == [("pending", 1)] * 3
+    assert [states[ids[n]] for n in (1, 3, 4, 6)] == [("pending", 1)] * 4
     errors = {i: app.store.attempts(i)[0]["error"] for i in ids}
     assert "bad \ufffd text" in errors[ids[1]]
     assert "bad \\x00 text" in errors[ids[3]]
     assert app.store.next_due(["mixed"]) == pytest.approx(app.clock.now() + 60)
+    app.clock.advance(60)  # the retries asked with NaN and infinity are due after the policy's
+    app.drain()
+    assert runs.count[ids[4]] == runs.count[ids[6]] == 2
 
 
 def test_a_record_the_store_still_refuses_is_a_dead_letter_and_its_mates_are_recorded(
@@ -299,6 +313,35 @@ def test_drain_renews_the_lease_of_an_attempt_longer_than_the_lease(
     drained.join(WAIT)
     assert runs.count == {event_id: 1}
     assert first.store.delivery_states(event_id)[0][1:] == ("succeeded", 1)
+
+
+def test_drain_rescues_a_dead_workers_delivery_while_its_own_attempt_runs(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    runs, first, dead = two_workers(make_app, renew_every=0.01, sweep_every=0.01)
+    (orphan,) = publish(dead, {"n": 1})
+    now = clock.now()
+    (held,) = dead.store.lease_due(
+        worker="dead", now=now, lease_until=now + 1, limit=1, functions=["f"], caps={}
+    )
+    assert held.event.id == orphan
+    dead.store.start([held.lease], now)  # the dead worker had started it, then died
+    (long_running,) = publish(first, {"block": True})
+    drained = threading.Thread(target=first.drain)
+    drained.start()
+    try:
+        assert runs.started.wait(WAIT)
+        clock.advance(2)  # the dead worker's lease runs out; the drain's own lease holds
+        wait_for("the drain to rescue and run the orphan", lambda: runs.count[orphan] == 1)
+        assert first.store.delivery_states(long_running)[0][1] == "running"
+    finally:
+        runs.release()
+        drained.join(WAIT)
+    assert not drained.is_alive()
+    assert runs.count == {orphan: 1, long_running: 1}
+    outcomes = [a["outcome"] for a in first.store.attempts(orphan)]
+    assert outcomes == ["crashed", "succeeded"]
+    assert first.store.delivery_states(long_running)[0][1:] == ("succeeded", 1)
 
 
 # -- 11: an error outside the function is a failed attempt ---------------------------------------

@@ -12,7 +12,7 @@ from oncefire.settings import DEFAULT_STORE
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     names = ("STORE", "LEASE", "CONCURRENCY", "SQLITE_SYNCHRONOUS", "MAX_PAYLOAD_BYTES")
-    for name in (*names, "MAX_EVENT_DEPTH"):
+    for name in (*names, "MAX_EVENT_DEPTH", "UNROUTED_RETENTION"):
         monkeypatch.delenv(f"ONCEFIRE_{name}", raising=False)
 
 
@@ -26,6 +26,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.max_payload_bytes == 512 * 1024
     assert settings.sqlite_synchronous == "FULL"
     assert settings.max_event_depth == 16
+    assert settings.unrouted_retention == 7 * 86400.0  # an event no function takes: 7 days
 
 
 def test_environment_overrides_defaults_and_arguments_override_both(
