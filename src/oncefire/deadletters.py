@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError, DeadLetterNotFoundError, ReplayError
+from oncefire.redaction import redact
 from oncefire.stores.base import DeadLetterFilter, DeadLetterRow
 
 if TYPE_CHECKING:
@@ -52,10 +53,11 @@ class DeadLetter:
         shown as its first TRUNCATED_PAYLOAD_CHARS characters (the store keeps it whole)."""
         payload, is_truncated = row.payload, row.truncated
         if display_limit is not None and not is_truncated:
-            text = codec.dumps(payload)
-            size = len(text.encode())
+            size = len(codec.dumps(payload).encode())
             if size > display_limit:
-                payload = {"truncated": text[:TRUNCATED_PAYLOAD_CHARS], "size": size}
+                # Cut from the redacted text: a preview is text, which redact() cannot read.
+                preview = codec.dumps(redact(payload))[:TRUNCATED_PAYLOAD_CHARS]
+                payload = {"truncated": preview, "size": size}
                 is_truncated = True
         return cls(
             row.id,

@@ -100,6 +100,23 @@ def test_the_payload_limit_holds_at_the_limit_and_one_byte_over(
         assert small_app.dead_letters.count() == 0
 
 
+def test_the_preview_of_an_oversized_dead_letter_hides_its_secrets(small_app: App) -> None:
+    @small_app.on_document_created("orders/{o}")
+    def charge(event: Event) -> None:
+        raise ValueError("declined")
+
+    # First on both stores (PostgreSQL's jsonb orders keys by length), so within the preview.
+    small_app.db.document("orders/o1").set({"password": "hunter2", "long_blob_text": "x" * 5000})
+    small_app.drain()
+    [letter] = small_app.dead_letters.list()
+    shown = small_app.dead_letters.get(letter.id)
+    for preview in (letter, shown):
+        assert preview.truncated and "hunter2" not in str(preview.to_dict())
+        assert '"password":"[redacted]"' in preview.payload["truncated"]
+    full = small_app.dead_letters.get(letter.id, full=True)  # the store keeps it as written
+    assert full.payload["after"]["data"]["password"] == "hunter2"
+
+
 def test_an_oversized_dead_letter_keeps_its_full_payload_and_replays_with_it(
     small_app: App, clock: TestClock
 ) -> None:
