@@ -15,7 +15,6 @@ from oncefire.rates import RateLimit
 from oncefire.settings import Settings
 from oncefire.stores import open_store
 from oncefire.stores.base import FunctionEntry, Store
-from oncefire.stores.sqlite import SqliteStore
 from oncefire.triggers import Trigger
 
 BudgetCallback = Callable[[dict[str, Any]], Any]
@@ -69,9 +68,6 @@ class Runtime:
                 if self._store is None:
                     store = open_store(self.settings)
                     store.use_clock(self.clock)
-                    if isinstance(store, SqliteStore):
-                        lease, renew_every = self.settings.lease, self.settings.renew_every
-                        store.keep_renewals_in_time(lease, renew_every)
                     self._store = store
                     self.catalogue_functions(list(self.triggers.values()))
                     for collection, field in self.ttl_policies.items():

@@ -13,7 +13,9 @@ def open_store(settings: Settings) -> Store:
     if url.startswith("sqlite:"):
         from oncefire.stores.sqlite import SqliteStore
 
-        return SqliteStore(url, synchronous=settings.sqlite_synchronous)
+        # A worker waiting for the write lock must still renew its leases before they run out.
+        busy_wait = (settings.lease - settings.renew_every) / 2
+        return SqliteStore(url, synchronous=settings.sqlite_synchronous, busy_wait=busy_wait)
     if url.startswith(("postgresql:", "postgres:")):
         from oncefire.stores.postgres import PostgresStore
 

@@ -45,7 +45,10 @@ class SqliteStore(SqlStore):
     dialect = "sqlite"
     has_one_statement_write = False
 
-    def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self, url: str, *, synchronous: str = "FULL", busy_wait: float | None = None
+    ) -> None:
+        """busy_wait: the most seconds a writer waits for the lock (at most 15 s in any case)."""
         self.url = url
         # sqlite:///relative.db, sqlite:////absolute.db, sqlite://:memory:
         self.is_memory = url in ("sqlite://:memory:", "sqlite:///:memory:", "sqlite://")
@@ -59,6 +62,7 @@ class SqliteStore(SqlStore):
         self.connections = SqliteConnections(
             self.path, is_memory=self.is_memory, synchronous=self.synchronous
         )
+        self.connections.wait_limit = busy_wait
         self._one_statement = OneStatement(self.connections)
         self._watch: FileWatch | None = None
         self._catalogs = CatalogCache()  # functions and index fields, between transactions
@@ -112,11 +116,6 @@ class SqliteStore(SqlStore):
     ) -> bool:
         """No one-statement write on SQLite (a transaction is as fast): always False."""
         return False
-
-    def keep_renewals_in_time(self, lease: float, renew_every: float) -> None:
-        """Wait for the write lock at most half of lease - renew_every, so a worker waiting for
-        it still renews its leases before they run out."""
-        self.connections.wait_limit = (lease - renew_every) / 2
 
     def _identity(self) -> tuple[int, int] | None:
         """(device, inode) of the store's file, None if there is none (or in memory)."""
