@@ -376,16 +376,16 @@ def test_a_full_database_reports_that_it_is_full(sqlite_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "leases",
-    [{}, {"lease": 20.0, "renew_every": 10.0}, {"lease": 12.0, "renew_every": 4.0}],
+    ("lease", "renew_every"),
+    [(30.0, 10.0), (20.0, 10.0), (12.0, 4.0)],
     ids=["default", "lease 20 renewed every 10", "lease 12 renewed every 4"],
 )
 def test_the_busy_wait_leaves_a_worker_time_to_renew_its_leases(
-    db_path: Path, leases: dict[str, float]
+    db_path: Path, lease: float, renew_every: float
 ) -> None:
     # A worker waiting for the write lock cannot renew: the wait must end before a lease
     # renewed on time could run out, for the app's own lease and renewal interval.
-    app = App(f"sqlite:///{db_path}", **leases)
+    app = App(f"sqlite:///{db_path}", lease=lease, renew_every=renew_every)
     try:
         store = app.store
         assert isinstance(store, SqliteStore)

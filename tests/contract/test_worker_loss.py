@@ -183,7 +183,9 @@ def test_a_lone_surrogate_a_nul_and_retry_nan_poison_no_batch_mate(app: App) -> 
     assert "bad \ufffd text" in errors[ids[1]]
     assert "bad \\x00 text" in errors[ids[3]]
     assert app.store.next_due(["mixed"]) == pytest.approx(app.clock.now() + 60)
-    app.clock.advance(60)  # the retries asked with NaN and infinity are due after the policy's
+    clock = app.clock
+    assert isinstance(clock, TestClock)
+    clock.advance(60)  # the retries asked with NaN and infinity are due after the policy's
     app.drain()
     assert runs.count[ids[4]] == runs.count[ids[6]] == 2
 
