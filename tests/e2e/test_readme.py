@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+import pytest
 from cli_support import Run
+
+from oncefire.loader import load_app
+from oncefire.server import HttpServer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -21,6 +27,18 @@ def quickstart() -> str:
     found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert found is not None
     return found.group(1)
+
+
+def http_snippet() -> tuple[str, list[str]]:
+    """The README's HTTP function (the python block after "An HTTP function") and the curl
+    command of the bash block that follows it, as its argument list."""
+    text = README.read_text()
+    section = text[text.index("An HTTP function") :]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    shell = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert code is not None and shell is not None
+    [curl] = [line for line in shell.group(1).splitlines() if line.startswith("curl ")]
+    return code.group(1), shlex.split(curl)
 
 
 def run_script(folder: Path) -> subprocess.CompletedProcess[str]:
@@ -72,3 +90,33 @@ def test_a_retried_failure_shows_on_stderr_with_no_logging_configured(tmp_path: 
     result = run_script(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "ValueError: gateway down; next attempt in 60.0 s" in result.stderr
+
+
+def test_the_readme_http_function_answers_its_curl_and_starts_the_quickstarts_charge(
+    store_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, curl = http_snippet()
+    app_file = quickstart().replace(
+        'if __name__ == "__main__":', code + '\n\nif __name__ == "__main__":'
+    )
+    (tmp_path / "app.py").write_text(app_file)
+    monkeypatch.setenv("ONCEFIRE_STORE", store_url)
+    app = load_app(str(tmp_path / "app.py"))  # as `oncefire run app.py` loads it
+    server = HttpServer(app, "127.0.0.1", 0)
+    server.start()
+    try:
+        assert curl[:3] == ["curl", "-X", "POST"] and curl[4] == "-d", curl
+        path = curl[3].removeprefix("localhost:8080")
+        answered = httpx.post(server.url + path, content=curl[5], timeout=30)
+        assert answered.status_code == 200, answered.text
+        order_id = answered.json()["id"]
+        assert app.db.document(f"orders/{order_id}").get().to_dict() == {"amount": 500}
+        app.drain()  # the write started charge_on_order
+        assert "charged 500 with key" in capsys.readouterr().out
+    finally:
+        server.stop()
+        app.close()
+        sys.modules.pop("oncefire_user_app", None)
