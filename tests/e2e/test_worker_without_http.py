@@ -1,11 +1,13 @@
 """`oncefire worker` as a real process serves event functions only: on an app with an HTTP
 function it runs the document function, and neither serves the HTTP function nor listens on
-any port (that is `oncefire run`). And it runs the ported Firebase sample as it is, with the
+any port (that is `oncefire run`), unless given --metrics-port, when it exports the store's
+metrics there. And it runs the ported Firebase sample as it is, with the
 store from ONCEFIRE_STORE. Waits poll the store or the log with a deadline."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from cli_support import ONCEFIRE
 
@@ -186,3 +189,47 @@ def test_worker_runs_the_firebase_sample_as_it_is(
         app.close()
     assert worker.stop() == 0, worker.log()
     assert "Traceback" not in worker.log()
+
+
+def test_a_worker_given_a_metrics_port_exports_the_stores_figures(
+    tmp_path: Path, start: Callable[..., Worker]
+) -> None:
+    (tmp_path / "app.py").write_text(APP_SOURCE)
+    store_url = f"sqlite:///{tmp_path}/metrics.db"
+    worker = start("app.py", store_url, "--processes", "2", "--metrics-port", "0")
+    found = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", worker.log())
+    assert found is not None, worker.log()
+    app = App(store_url)
+    try:
+        for n in range(3):
+            app.db.document(f"orders/o{n}").set({"amount": n})
+        wait_for("three charges", lambda: len(app.db.collection("charged").get()) == 3)
+        succeeded = 'oncefire_attempts{function="charge",outcome="succeeded",window="3600"} 3.0'
+        wait_for("the export to count them", lambda: succeeded in httpx.get(found.group(1)).text)
+        assert len(listening_sockets(worker.tree())) == 1  # the exporter, and no HTTP function
+    finally:
+        app.close()
+    assert worker.stop() == 0, worker.log()
+    assert "Traceback" not in worker.log()
+
+
+def test_a_metrics_port_in_use_is_one_line_and_no_worker_starts(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP_SOURCE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [ONCEFIRE, "worker", "app.py", "--metrics-port", port],
+            env={**env, "ONCEFIRE_STORE": f"sqlite:///{tmp_path}/busy.db"},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert done.returncode != 0
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert f"Cannot serve metrics on 127.0.0.1:{port}" in error, done.stderr
+    assert "Traceback" not in done.stderr and " serving " not in done.stderr

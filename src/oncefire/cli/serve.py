@@ -77,13 +77,35 @@ def _serving_options(fn: F) -> F:
 
 @click.command()
 @_serving_options
+@click.option(
+    "--metrics-port",
+    default=None,
+    type=click.IntRange(0, 65535),
+    help="Serve Prometheus /metrics on this port (0: a free one).",
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
 @click.option("-v", "--verbose", is_flag=True)
 @friendly
 def worker(
-    app_target: str, store: str | None, processes: int, concurrency: int | None, verbose: bool
+    app_target: str,
+    store: str | None,
+    processes: int,
+    concurrency: int | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    verbose: bool,
 ) -> None:
     """Serve an app's functions until SIGTERM (APP is module:app or path/file.py)."""
-    serve_workers(app_target, store, processes, concurrency, verbose)
+    metrics = None if metrics_port is None else metrics_beside(metrics_host, metrics_port)
+    serve_workers(app_target, store, processes, concurrency, verbose, http=metrics)
+
+
+def metrics_beside(host: str, port: int) -> Callable[[App], AbstractContextManager[object]]:
+    """The supervisor's /metrics exporter on the loaded app (the store's figures, as the
+    dashboard's /metrics gives them)."""
+    from oncefire.dashboard.metrics import serving_metrics
+
+    return lambda app: serving_metrics(app, host, port)
 
 
 def http_beside(

@@ -1,18 +1,23 @@
-"""Prometheus metrics read from the store at scrape time, so workers need no exporter: every
-figure is the shared store's, whichever process answers the scrape."""
+"""Prometheus metrics read from the store at scrape time: every figure is the shared store's,
+whichever process answers the scrape (the dashboard, or a worker's own exporter)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from oncefire.app import App
 from oncefire.buckets import hour_of
 from oncefire.dashboard.views import known
+from oncefire.errors import ConfigError
 from oncefire.stores import dashboard_queries as q
+
+log = logging.getLogger(__name__)
 
 BUCKETS = (("0.01", "le_0_01"), ("0.05", "le_0_05"), ("0.1", "le_0_1"), ("0.5", "le_0_5"),
            ("1.0", "le_1"), ("5.0", "le_5"), ("30.0", "le_30"), ("60.0", "le_60"),
@@ -94,8 +99,29 @@ class StoreCollector(Collector):
         )
 
 
-def exposition(app: App, window: float = 3600.0) -> bytes:
-    """The metrics of an app in Prometheus's text format."""
+def _registry(app: App, window: float) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(app, window))
-    return generate_latest(registry)
+    return registry
+
+
+def exposition(app: App, window: float = 3600.0) -> bytes:
+    """The metrics of an app in Prometheus's text format."""
+    return generate_latest(_registry(app, window))
+
+
+@contextmanager
+def serving_metrics(app: App, host: str, port: int, window: float = 3600.0) -> Iterator[int]:
+    """GET /metrics of app on host:port (a worker's own scrape target: `oncefire worker
+    --metrics-port`) while the block runs; yields the port (port 0: a free one)."""
+    try:
+        server, thread = start_http_server(port, addr=host, registry=_registry(app, window))
+    except OSError as exc:
+        raise ConfigError(f"Cannot serve metrics on {host}:{port}: {exc.strerror or exc}.") from exc
+    log.info("metrics on http://%s:%d/metrics", host, server.server_port)
+    try:
+        yield int(server.server_port)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
