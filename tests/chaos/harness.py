@@ -47,10 +47,11 @@ class Profile:
     events: int
     group_kills: int
     restarts: int
+    poisons: int  # of each kind, in the poison mix under kills
 
 
-QUICK = Profile("quick", kills=3, events=1000, group_kills=10, restarts=3)
-FULL = Profile("full", kills=20, events=20_000, group_kills=100, restarts=6)
+QUICK = Profile("quick", kills=3, events=1000, group_kills=10, restarts=3, poisons=2)
+FULL = Profile("full", kills=20, events=20_000, group_kills=100, restarts=6, poisons=4)
 
 
 def wait_for(

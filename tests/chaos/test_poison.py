@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import ledger
-from harness import Workers, outcomes, produce, rows, unsettled, verdict, wait_for
+from harness import Profile, Workers, outcomes, produce, rows, unsettled, verdict, wait_for
 
 ATTEMPTS = 3  # chaos_app.POISON
 KINDS = ("raise-", "exit-", "hang-")
@@ -97,5 +97,7 @@ def test_an_undecodable_payload_is_a_dead_letter_and_stops_nothing_else(
     run_mix(chaos_store, folder, each=0, kills=0, undecodable=2, limit=20)
 
 
-def test_a_poison_mix_under_kills_is_charged_only_for_runs(chaos_store: str, folder: Path) -> None:
-    run_mix(chaos_store, folder, each=4, kills=3)
+def test_a_poison_mix_under_kills_is_charged_only_for_runs(
+    chaos_store: str, folder: Path, profile: Profile
+) -> None:
+    run_mix(chaos_store, folder, each=profile.poisons, kills=3)
