@@ -69,7 +69,9 @@ BREAKAGES = (
         (Edit("oncefire/documents.py", "        return is_new\n", "        return True\n"),),
         (
             ("tests/faults/test_fault_points.py", "-k", "tx.claim and sqlite"),
-            ("tests/chaos/test_kills.py", "-k", "random and sqlite"),
+            # The full profile's 20 kills: 3 may all miss the window between a function's
+            # commit and its record, the only moment a repeat shows (seen in 1 quick run of 2).
+            ("tests/chaos/test_kills.py", "--full", "-k", "random and sqlite"),
         ),
     ),
     Breakage(
