@@ -184,7 +184,7 @@ def soak(page: Page) -> None:
         "retention. Every minute: the store's size (the SQLite file with its WAL, or the "
         "total size of PostgreSQL's oncefire tables with their indexes and TOAST), the "
         "resident memory of the worker process tree, the deliveries held and the machine's "
-        "load average. Both stores ran at the same time, beside other work on the machine.",
+        "load average. Each store's paragraph says when it ran and the load beside it.",
         "",
     )
     for store in ("sqlite", "postgres"):
@@ -209,7 +209,7 @@ def soak(page: Page) -> None:
             + (
                 f"; workers with sweep_every={s['sweep_every']:g} s"
                 if s.get("sweep_every") is not None
-                else ""
+                else "; workers with the default sweep_every (5 s)"
             )
             + (
                 f"; load average {min(loads):.1f}{DASH}{max(loads):.1f} over the run"
