@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE
+from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
 
@@ -37,11 +36,8 @@ DEADLINE = 60.0
 
 
 def wait_for(what: str, check: Callable[[], object]) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {DEADLINE:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    """Poll check() until it is truthy; fail after DEADLINE."""
+    poll_until(what, check, DEADLINE)
 
 
 @pytest.fixture

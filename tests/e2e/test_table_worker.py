@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE
+from cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 
@@ -69,11 +68,7 @@ DEADLINE = 90.0
 
 def wait_for(what: str, check: Callable[[], object]) -> None:
     """Poll check() until it is truthy; fail after DEADLINE."""
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    poll_until(what, check, DEADLINE)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -11,13 +11,12 @@ import re
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE
+from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
 
@@ -43,12 +42,8 @@ DEADLINE = 60.0
 
 
 def wait_for(what: str, check: Callable[[], object]) -> None:
-    """Poll check() until it returns something truthy; fail after DEADLINE."""
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {DEADLINE:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    """Poll check() until it is truthy; fail after DEADLINE."""
+    poll_until(what, check, DEADLINE)
 
 
 class Worker:
