@@ -10,7 +10,7 @@ from typing import Any
 
 import workload
 from benchlib import WORK, ensure_database, log
-from growth_seed import FINISHED_PREFIX, TABLES, bulk_load, connect
+from growth_seed import FINISHED_PREFIX, TABLES, bulk_load, connect, fill_buckets
 from harness import Target, copy_store, prefill, reset, target
 
 from oncefire import App
@@ -65,6 +65,8 @@ def loaded_store(
             assert build.path is not None
             build.path.replace(template)
             log(f"  built in {time.monotonic() - started:.0f} s")
+        if fill_buckets(Target("sqlite", f"sqlite:///{template}", template)):
+            log("  its attempts' hour buckets made")
         if in_place:
             live = Target("sqlite", f"sqlite:///{template}", template)
         else:
@@ -89,6 +91,8 @@ def loaded_store(
                 conn.execute("CREATE TABLE bench_growth_meta (key text)")
                 conn.execute("INSERT INTO bench_growth_meta VALUES (%s)", (key,))
             log(f"  built in {time.monotonic() - started:.0f} s")
+        if fill_buckets(live):
+            log("  its attempts' hour buckets made")
     return live, watermarks(live)
 
 
