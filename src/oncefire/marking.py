@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from oncefire.stores.base import Leased, Store
+from oncefire.stores.base import Leased, Store, Taken
 
 # A lease or a wave ahead takes about this many seconds of work beyond the free slots, at the
 # attempts' mean duration: enough that a commit serves many events, little enough to share a
@@ -61,7 +61,7 @@ def plan(queue: Sequence[Leased], free: int, ahead: int, marked: Collection[int]
     return Marking([], [c for c in starting if c.lease.delivery_id not in marked] + beyond)
 
 
-def marked_by_lease(leased: Sequence[Leased], free: int) -> tuple[set[int], set[int]]:
+def marked_by_lease(leased: Sequence[Taken], free: int) -> tuple[set[int], set[int]]:
     """(the ids, those of them marked ahead) of what a lease with is_ahead marked: all of it
     ahead, but the first started when it starts alone (see Store.lease_due). So a new lease
     needs no plan: its head starts now, marked as plan() would have marked it."""

@@ -37,7 +37,7 @@ from oncefire.keeper import Keeper
 from oncefire.progress import Progress
 from oncefire.rates import idle_wait
 from oncefire.retry import Outcome
-from oncefire.stores.base import Lease, Leased
+from oncefire.stores.base import Lease, Leased, Taken
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -154,7 +154,7 @@ class Worker:
         can_lease: bool,
         is_marking: bool,
     ) -> list[Leased]:
-        leased: list[Leased] = []
+        taken: list[Taken] = []
         written: Counter[str] = Counter()
         try:
             with self.rt.store.batch():  # one commit: a disk flush saved per turn
@@ -163,8 +163,8 @@ class Worker:
                 if can_lease:
                     # Alone once this turn written what ended: it may take a solo delivery.
                     is_alone = not self.flights.running and (must_write or not self.flights.ended)
-                    leased = self._lease_due(delivery_ids, is_alone, free)
-                leased_ids, lease_ahead = marking.marked_by_lease(leased, free)
+                    taken = self._take_due(delivery_ids, is_alone, free)
+                leased_ids, lease_ahead = marking.marked_by_lease(taken, free)
                 marks = self._plan(free) if is_marking else None  # a lease marks itself
                 # Committed before the functions start: only a delivery marked started (not
                 # ahead) is charged an attempt when its worker dies.
@@ -184,6 +184,11 @@ class Worker:
         if must_write:
             self._count_written(written)
         self._unconfirmed.clear()
+        try:  # read after the commit: SQLite's write lock is not held meanwhile
+            leased = self.rt.store.with_events(taken)
+        except Exception:
+            hand_back(self.rt, self.name, [t.lease for t in taken])
+            raise
         if leased:
             self._queued_at = time.monotonic()
             self._queue.extend(leased)
@@ -203,12 +208,12 @@ class Worker:
         ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
         return marking.plan(list(self._queue), free, ahead, self._marked)
 
-    def _lease_due(
+    def _take_due(
         self, delivery_ids: Sequence[int] | None, is_alone: bool = False, free: int = 0
-    ) -> list[Leased]:
+    ) -> list[Taken]:
         now = self.rt.clock.now()
         functions = self.keeper.leasable(self.functions)
-        return self.rt.store.lease_due(
+        return self.rt.store.take_due(
             worker=self.name,
             now=now,
             lease_until=now + self.rt.settings.lease,
@@ -223,16 +228,14 @@ class Worker:
         )
 
     def hand_back_stale(self) -> None:
-        """Hand back, uncounted, the queued deliveries that waited HAND_BACK_AFTER for a slot:
-        this process is busy, and an idle one can run them."""
+        """Hand back, uncounted, what waited HAND_BACK_AFTER queued: an idle process runs it."""
         if self._queue and time.monotonic() - self._queued_at >= HAND_BACK_AFTER:
             self._hand_back_queue()
 
     def lease_limit(self) -> int:
-        """How many deliveries to lease: the free slots, plus about PREFETCH seconds of work
-        at the attempts' recent mean duration, up to batch_size. Short functions come in large
-        batches (few commits an event); slow ones one a slot, so no process hoards a backlog
-        that idle processes could run."""
+        """How many deliveries to lease: the free slots, plus about PREFETCH seconds of work at
+        the attempts' recent mean duration, up to batch_size. Short functions come in large
+        batches (few commits an event); slow ones one a slot (no process hoards a backlog)."""
         free = self.concurrency - len(self.flights.running)
         ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
         return max(free, min(self.batch_size, free + ahead))
@@ -293,11 +296,7 @@ class Worker:
         if lost:
             self._queue = deque(c for c in self._queue if c.lease in kept)
             self._marked -= {c.lease.delivery_id for c in lost}
-            log.warning(
-                "%s lost the lease of %d queued delivery(ies); they will not start here",
-                self.name,
-                len(lost),
-            )
+            log.warning("%s lost the lease of %d queued delivery(ies)", self.name, len(lost))
         self.flights.settle_lost(self.name, kept)
 
     def rescue(self) -> int:

@@ -159,7 +159,7 @@ def test_max_instances_caps_the_leases_of_a_row_function(app: App, writer: Write
     route_new(app.runtime)
     worker = Worker(app.runtime)
     try:
-        leased = worker._lease_due(None)  # the lease a worker takes, with its caps
+        leased = worker._take_due(None)  # the lease a worker takes, with its caps
         assert sorted(c.function for c in leased) == ["archive"] * 3 + ["bulk"] * 2
     finally:
         worker.shutdown()

@@ -90,7 +90,7 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
     store: Any = app.store
     batches: list[list[str]] = []  # the store calls each outermost batch made
     depth = 0
-    real_batch, real_lease, real_complete_many = store.batch, store.lease_due, store.complete_many
+    real_batch, real_lease, real_complete_many = store.batch, store.take_due, store.complete_many
 
     @contextmanager
     def counting_batch() -> Iterator[None]:
@@ -113,7 +113,7 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
         return call
 
     monkeypatch.setattr(store, "batch", counting_batch)
-    monkeypatch.setattr(store, "lease_due", noting("lease_due", real_lease))
+    monkeypatch.setattr(store, "take_due", noting("take_due", real_lease))
     monkeypatch.setattr(store, "complete_many", noting("complete_many", real_complete_many))
 
     summary = Worker(app.runtime, concurrency=4).drain()
@@ -123,4 +123,4 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
     # each recording the last batch and leasing the next (and a few marking a wave of queued
     # deliveries started).
     assert len(batches) <= 8, batches
-    assert ["complete_many", "lease_due"] in batches
+    assert ["complete_many", "take_due"] in batches

@@ -27,6 +27,7 @@ from oncefire.stores.records import FunctionRow as FunctionRow
 from oncefire.stores.records import IdempotencyRecord as IdempotencyRecord
 from oncefire.stores.records import Lease as Lease
 from oncefire.stores.records import Leased as Leased
+from oncefire.stores.records import Taken as Taken
 from oncefire.stores.table_triggers import TableTriggers
 
 
@@ -185,7 +186,30 @@ class Store(Protocol):
         before the first solo one, or that one alone if it comes first and the worker holds
         nothing else (is_alone). is_ahead: the same statement marks them started a wave ahead
         (as start(..., is_ahead=True) would, see marking.py), but the first started (as
-        start() would) when it starts alone: `free` is 1, or it is the only one leased."""
+        start() would) when it starts alone: `free` is 1, or it is the only one leased.
+        The same as with_events(take_due(...))."""
+
+    def take_due(
+        self,
+        *,
+        worker: str,
+        now: float,
+        lease_until: float,
+        limit: int,
+        functions: Sequence[str],
+        caps: dict[str, int],
+        delivery_ids: Sequence[int] | None = None,
+        rates: Mapping[str, RateLimit] | None = None,
+        is_alone: bool = False,
+        is_ahead: bool = False,
+        free: int = 0,
+    ) -> list[Taken]:
+        """lease_due's lease, with the events read in its statement where the database does
+        that in one round trip (PostgreSQL), or left for with_events to read once the lease's
+        transaction (a worker's turn: a batch) has committed (SQLite: not under the lock)."""
+
+    def with_events(self, taken: Sequence[Taken]) -> list[Leased]:
+        """What take_due took, with every event read (those it left unread in one query)."""
 
     def rate_tokens(self, rates: Mapping[str, RateLimit], now: float) -> dict[str, float]:
         """The tokens each rate-limited function's bucket holds at `now` (read only)."""

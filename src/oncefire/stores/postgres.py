@@ -22,7 +22,7 @@ from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import Ending, Lease, Leased, error_group_of
+from oncefire.stores.base import Ending, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row
 from oncefire.stores.sql_store import SqlStore
@@ -209,7 +209,7 @@ class PostgresStore(SqlStore):
 
     # -- deliveries --------------------------------------------------------------------
 
-    def lease_due(
+    def take_due(
         self,
         *,
         worker: str,
@@ -223,7 +223,7 @@ class PostgresStore(SqlStore):
         is_alone: bool = False,
         is_ahead: bool = False,
         free: int = 0,
-    ) -> list[Leased]:
+    ) -> list[Taken]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
         one only alone, see Store.lease_due)."""
         if not functions or limit <= 0 or (delivery_ids is not None and not delivery_ids):
@@ -260,8 +260,8 @@ class PostgresStore(SqlStore):
                 rows = st.fetch("lease_due_capped" if capped else "lease_due", args)
                 if buckets is not None:
                     buckets.spend(st, Counter(r[1] for r in rows))
-        return [
-            Leased(Lease(r[0], r[3]), r[1], r[2], now, StoredEvent(*r[4:12]), r[12], is_solo=r[13])
+        return [  # the events come in the lease's own statement
+            Taken(Lease(r[0], r[3]), r[1], r[2], now, r[4], r[12], r[13], StoredEvent(*r[4:12]))
             for r in rows
         ]
 

@@ -73,6 +73,27 @@ class Leased:
 
 
 @dataclass(frozen=True, slots=True)
+class Taken:
+    """A delivery a lease took (Store.take_due), its event read in the same statement or not
+    yet (`event` None): Store.with_events makes it a Leased. SQLite reads the events after
+    the lease's commit, so the write lock is not held while they are read."""
+
+    lease: Lease
+    function: str
+    attempt: int
+    started_at: float
+    event_id: str
+    replayed_at: float | None = None
+    is_solo: bool = False
+    event: StoredEvent | None = None
+
+    def leased(self, event: StoredEvent) -> Leased:
+        """The Leased this is, with its event."""
+        leased = (self.lease, self.function, self.attempt, self.started_at, event)
+        return Leased(*leased, self.replayed_at, is_solo=self.is_solo)
+
+
+@dataclass(frozen=True, slots=True)
 class Ending:
     """How an attempt ended: made when its function returns or raises (or cannot start), and
     completed by the worker (its end time, its error made storable) before the store writes

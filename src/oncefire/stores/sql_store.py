@@ -28,6 +28,7 @@ from oncefire.stores.base import (
 )
 from oncefire.stores.connection import Row, Statements
 from oncefire.stores.function_ops import FunctionOps
+from oncefire.stores.leasing import Leasing
 from oncefire.stores.rate_buckets import Buckets
 from oncefire.stores.sql_retention import SqlRetention
 
@@ -58,7 +59,7 @@ def _by_index(where: DeadLetterFilter, *names: str) -> str | None:
     return names[1] if where.error_group is None else names[2]
 
 
-class SqlStore(SqlRetention, FunctionOps):
+class SqlStore(Leasing, SqlRetention, FunctionOps):
     """Catalogue, dead-letter, statistics and @idempotent operations, for both databases."""
 
     dialect: str

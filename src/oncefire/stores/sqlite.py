@@ -18,7 +18,7 @@ from oncefire.errors import ConfigError, SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, error_group_of
+from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, SqliteStatements
 from oncefire.stores.filewatch import FileWatch
@@ -174,7 +174,11 @@ class SqliteStore(SqlStore):
         data = codec.loads_or_undecodable(row[4])  # a bad row fails its delivery, not the lease
         return StoredEvent(row[0], row[1], row[2], row[3], data, row[5], row[6], row[7])
 
-    def lease_due(
+    def _events_by_id(self, ids: Sequence[str]) -> dict[str, StoredEvent]:
+        # An event is never changed once written, nor purged while a delivery of it runs.
+        return {row[0]: self._event(row) for row in self._one().fetch("events_by_id", {"ids": ids})}
+
+    def take_due(
         self,
         *,
         worker: str,
@@ -188,9 +192,9 @@ class SqliteStore(SqlStore):
         is_alone: bool = False,
         is_ahead: bool = False,
         free: int = 0,
-    ) -> list[Leased]:
+    ) -> list[Taken]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
-        one only alone, see Store.lease_due)."""
+        one only alone, see Store.lease_due); their events are read by with_events."""
         if not functions:
             return []
         token = uuid.uuid4().hex  # one a lease batch: the lease is the delivery id with it
@@ -231,12 +235,10 @@ class SqliteStore(SqlStore):
                     "head": chosen[0] if is_ahead and (free == 1 or len(chosen) == 1) else None,
                 },
             )
-            events = st.fetch("events_by_id", {"ids": list({t[4] for t in taken})})
             if buckets is not None:
                 buckets.spend(st, Counter(t[2] for t in taken))
-        decoded = {row[0]: self._event(row) for row in events}
         return [
-            Leased(Lease(d, token), f, n, now, decoded[e], replayed, is_solo=bool(solo))
+            Taken(Lease(d, token), f, n, now, e, replayed, is_solo=bool(solo))
             for _, d, f, n, e, replayed, solo in sorted(taken)
         ]
 
