@@ -5,8 +5,11 @@ dismiss, a forgotten function)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
-from oncefire import App
+import pytest
+
+from oncefire import App, deadletters
 from oncefire.events import Event
 from oncefire.stores.base import error_group_of
 from oncefire.testing import TestClock
@@ -85,3 +88,37 @@ def test_dead_letter_counts_by_function_and_group_equal_the_rows(
     clock.advance(86400 * 400)
     app.purge()  # retention never touches a dead letter, nor their counts
     assert_counts_match_rows(app)
+
+
+def test_a_bulk_replay_or_dismiss_goes_in_transactions_of_bulk_batch(
+    app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million dead letters replayed in one statement would hold the store's locks for
+    the whole of it and, on PostgreSQL, grow one counter row's version chain quadratically."""
+
+    @app.on_document_created("orders/{o}", retry=False)
+    def charge(event: Event) -> None:
+        raise ValueError("card declined")
+
+    for n in range(7):
+        app.db.document(f"orders/{n}").set({"n": n})
+    app.drain()
+    monkeypatch.setattr(deadletters, "BULK_BATCH", 3)
+    store: Any = app.store
+    sizes: list[int] = []
+    for name in ("replay", "dismiss"):
+        real = getattr(store, name)
+
+        def noting(*args: Any, real: Any = real) -> int:
+            sizes.append(len(args[-1]))  # the ids: one transaction each
+            return int(real(*args))
+
+        monkeypatch.setattr(store, name, noting)
+    assert app.dead_letters.replay_all() == 7
+    assert sizes == [3, 3, 1]
+    app.drain()
+    sizes.clear()
+    assert app.dead_letters.dismiss_all() == 7
+    assert sizes == [3, 3, 1]
+    assert_counts_match_rows(app)
+    assert app.dead_letters.count() == 0

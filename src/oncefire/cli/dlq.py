@@ -8,10 +8,8 @@ from typing import Any
 import click
 
 from oncefire.cli.common import cli_actor, echo_json, friendly, open_app, store_option
-from oncefire.deadletters import DeadLetter, DeadLetters
+from oncefire.deadletters import BULK_BATCH, DeadLetter, DeadLetters
 from oncefire.redaction import redact
-
-BATCH = 1000  # dead letters a bulk replay or dismiss changes in one transaction
 
 
 @click.group()
@@ -146,7 +144,7 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
             click.echo(f"{verb}ed {so_far} of {len(lines)}", err=True)
 
         done = getattr(app.operators, f"{verb}_all")(
-            function, **where, actor=cli_actor(), batch=BATCH, on_batch=told
+            function, **where, actor=cli_actor(), batch=BULK_BATCH, on_batch=told
         )
         click.echo(f"{verb}ed {done}")
 
