@@ -154,6 +154,17 @@ def minutes_between(start: str, then: str) -> float:
     return (datetime.strptime(then, fmt) - datetime.strptime(start, fmt)).total_seconds() / 60
 
 
+def server_note(s: dict[str, Any]) -> str:
+    """The PostgreSQL server the soak ran on, as the soak read it."""
+    server = s.get("server") or {}
+    if not server:
+        return ""
+    return (
+        f"; the server on port {server.get('port', '?')} with autovacuum "
+        f"{server.get('autovacuum', '?')} (`SHOW autovacuum`)"
+    )
+
+
 def vacuum_note(page: Page, store: str, s: dict[str, Any]) -> str:
     """What bench/soak_vacuum.py did beside the PostgreSQL soak, when it ran."""
     v = page.get(f"soak-{store}-vacuum")
@@ -217,6 +228,7 @@ def soak(page: Page) -> None:
                 else ""
             )
             + (f"; deliveries held at the end {held[-1]:,} (most {max(held):,})" if held else "")
+            + server_note(s)
             + f". Store size at the end / at a third of the run: {s['size_growth']:.3f}; "
             f"workers' RSS at the end / at a twelfth of the run: {s['rss_growth']:.3f}."
             + vacuum_note(page, store, s)

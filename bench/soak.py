@@ -222,8 +222,21 @@ def main() -> None:
     app.close()
     result = summarize(samples, args, overrides)
     result["achieved_rate"] = round(written / elapsed, 1)
-    result.update(started_at=started_at, complete=True)
+    result.update(started_at=started_at, complete=True, server=server_facts(t))
     write_json(args.json, result)
+
+
+def server_facts(t: Target) -> dict[str, str]:
+    """The PostgreSQL server's port and autovacuum setting, read from it (what reclaims the
+    deleted rows' space); nothing for SQLite."""
+    if t.kind != "postgres":
+        return {}
+    import psycopg
+
+    with psycopg.connect(t.url, autocommit=True) as conn:
+        (autovacuum,) = conn.execute("SHOW autovacuum").fetchone() or ("?",)
+        (port,) = conn.execute("SHOW port").fetchone() or ("?",)
+    return {"autovacuum": str(autovacuum), "port": str(port)}
 
 
 def summarize(samples: list[dict[str, Any]], args: Any, overrides: dict[str, float]) -> Any:
