@@ -111,6 +111,7 @@ class Keeper:
         }
         self._touched = -math.inf
         self._offered_to = ""  # where the scan of unrouted events goes on
+        self._purge_again = math.inf  # when a purge behind retention steps again
 
     def leasable(self, functions: Sequence[str]) -> list[str]:
         """The functions a lease may take now (not paused), with the ordering keys of their
@@ -136,7 +137,26 @@ class Keeper:
             rt.store.touch_functions(self.functions, rt.clock.now())
         route_new(rt)
         self._offered_to = offer_unrouted(rt, self._offered_to)[1] or ""
-        retention.purge_step(rt)  # after routing: an unrouted event is offered, then purged
+        self.purge()  # after routing: an unrouted event is offered, then purged
+
+    def purge(self) -> None:
+        """A purge step; one that ended with rows left makes catch_up() step again soon."""
+        started = time.monotonic()
+        step = retention.purge_step(self.rt)
+        took = time.monotonic() - started
+        self._purge_again = (
+            started + took * retention.CATCH_UP_EVERY if step.is_behind else math.inf
+        )
+
+    @property
+    def is_purge_behind(self) -> bool:
+        """Whether the last purge step ended with rows left (catch_up() will step again)."""
+        return self._purge_again != math.inf
+
+    def catch_up(self) -> None:
+        """Between sweeps: a purge step, if the last one left rows and its pause has passed."""
+        if time.monotonic() >= self._purge_again:
+            self.purge()
 
     def warn_unserved(self) -> None:
         """One WARNING line naming the stored functions this app does not serve, and one per

@@ -278,6 +278,7 @@ class Worker:
             ttl.sweep(self.rt)
             self.keeper.tick()
             check_alerts(self.rt, self.rt.clock.now())
+        self.keeper.catch_up()  # a purge behind retention steps again before the next sweep
         self.progress.tick(sum(self.outcomes.values()))
 
     def renew(self) -> None:

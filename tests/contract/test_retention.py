@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+import time
 from collections.abc import Callable
 from contextlib import closing
 
 import pytest
 
-from oncefire import App, PermanentError, idempotent
+from oncefire import App, PermanentError, idempotent, retention
 from oncefire.errors import ConfigError, EventNotFoundError
 from oncefire.events import Event
 from oncefire.retention import purge_step
 from oncefire.testing import TestClock
+from oncefire.worker import Worker
 
 DAY = 86400.0
 WEEK = 7 * DAY
@@ -237,6 +240,38 @@ def test_a_step_takes_a_batch_of_each_kind_in_turn_so_no_backlog_starves_another
     assert (first.deliveries, first.claims) == (2, 2)
     rest = purge_step(app.runtime)  # with time left, rounds until nothing is left
     assert (rest.deliveries, rest.claims) == (4, 4)
+
+
+def test_a_worker_behind_on_its_purge_steps_again_before_its_next_sweep(
+    make_app: Callable[..., App], clock: TestClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written faster than one step a sweep purges must not grow without bound: a
+    step that ends with rows left is followed by another soon, not at the next sweep."""
+    app = make_app(purge_batch=2)
+
+    @app.on_document_created("orders/{o}")
+    def ship(event: Event) -> None: ...
+
+    for n in range(8):
+        app.db.document(f"orders/o{n}").set({"n": n})
+    app.drain()
+    clock.advance(WEEK + 1)
+    one_round = functools.partial(retention.purge_step, seconds=0.0)  # every step one round
+    monkeypatch.setattr(retention, "purge_step", one_round)
+    worker = Worker(app.runtime)  # its next sweep is sweep_every (5 s) away
+    try:
+        worker.keeper.tick()  # a sweep's step: one round of 2, rows left
+        assert app.purge(dry_run=True).deliveries == 6
+        assert worker.keeper.is_purge_behind
+        for _ in range(400):  # well within two seconds: each pause is 4 times a step
+            worker.maintain()
+            if not worker.keeper.is_purge_behind:
+                break  # caught up: no step until the next sweep
+            time.sleep(0.005)
+        assert app.purge(dry_run=True).total() == 0
+        assert not worker.keeper.is_purge_behind
+    finally:
+        worker.shutdown()
 
 
 def test_the_worker_maintenance_step_purges(app: App, clock: TestClock) -> None:
