@@ -11,6 +11,8 @@ from oncefire.cli.common import cli_actor, echo_json, friendly, open_app, store_
 from oncefire.deadletters import BULK_BATCH, DeadLetter, DeadLetters
 from oncefire.redaction import redact
 
+BATCH = BULK_BATCH  # dead letters a bulk replay or dismiss changes in one transaction
+
 
 @click.group()
 def dlq() -> None:
@@ -144,7 +146,7 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
             click.echo(f"{verb}ed {so_far} of {len(lines)}", err=True)
 
         done = getattr(app.operators, f"{verb}_all")(
-            function, **where, actor=cli_actor(), batch=BULK_BATCH, on_batch=told
+            function, **where, actor=cli_actor(), batch=BATCH, on_batch=told
         )
         click.echo(f"{verb}ed {done}")
 
