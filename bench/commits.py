@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import shutil
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -52,7 +54,18 @@ class SqliteCommits:
 class WalCommits:
     """The commits made to one SQLite database in WAL mode: iChange of its WAL-index header
     (the -shm file), which every committed write transaction increments (32 bits: a run is
-    far from wrapping it). The file lives while a connection is open: read it while one is."""
+    far from wrapping it). The file lives while a connection is open: read it while one is.
+
+    It is read by a child process, never by this one: closing a file releases every POSIX
+    lock its process holds on it, so a read here would drop the locks of this process's own
+    SQLite connections on the -shm file; the next process to open the database would then
+    take itself for the first, truncate the file, and this process's mapping of it would
+    end in SIGBUS."""
+
+    READ = (
+        "import struct, sys; f = open(sys.argv[1], 'rb');"
+        " print(struct.unpack('=I', f.read(12)[8:12])[0])"
+    )
 
     def __init__(self, database: Path) -> None:
         self.shm = Path(f"{database}-shm")
@@ -61,8 +74,13 @@ class WalCommits:
 
     def read(self) -> int:
         """The counter now."""
-        with open(self.shm, "rb") as f:
-            return int(struct.unpack("=I", f.read(12)[8:12])[0])
+        out = subprocess.run(
+            [sys.executable, "-c", self.READ, str(self.shm)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return int(out.stdout)
 
     def settled(self) -> int:
         """The counter now (current at every moment)."""
