@@ -172,7 +172,9 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-SITTING = f"{os.getpid()}-{time.time_ns()}"
+# A sitting shares what is built once (harness.backlog_store); set BENCH_SITTING to share it
+# across sittings (an A/B of two checkouts, one sitting each, rounds interleaved).
+SITTING = os.environ.get("BENCH_SITTING") or f"{os.getpid()}-{time.time_ns()}"
 
 
 def env() -> dict[str, str]:
