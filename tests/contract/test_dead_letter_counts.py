@@ -90,6 +90,30 @@ def test_dead_letter_counts_by_function_and_group_equal_the_rows(
     assert_counts_match_rows(app)
 
 
+def test_forgetting_a_function_with_dead_letters_adds_its_backlog_to_their_count(
+    app: App,
+) -> None:
+    """The bury of a forgotten function's backlog keeps the counter itself on PostgreSQL (one
+    upsert, its row trigger off for the transaction): counted once, on top of the dead
+    letters it had, and the trigger counts again in the transactions after it."""
+
+    @app.on_document_created("orders/{o}", retry=False)
+    def charge(event: Event) -> None:
+        raise ValueError("card declined")
+
+    for n in range(4):
+        app.db.document(f"orders/{n}").set({"n": n})
+    app.drain()
+    for n in range(4, 9):
+        app.db.document(f"orders/{n}").set({"n": n})
+    assert app.functions.forget("charge") == 5
+    assert_counts_match_rows(app)
+    assert app.dead_letters.count("charge") == 9
+    assert app.dead_letters.replay_all("charge") == 9  # pending again; counted out by row
+    assert app.dead_letters.count("charge") == 0
+    assert_counts_match_rows(app)
+
+
 def test_a_bulk_replay_or_dismiss_goes_in_transactions_of_bulk_batch(
     app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

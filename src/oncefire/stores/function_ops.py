@@ -110,7 +110,11 @@ class FunctionOps:
                 return None
             st.execute("bump_catalog")
             args = {"name": name, "now": now, "error": error, "error_group": error_group_of(error)}
-            return len(st.fetch("bury_pending_of", args))
+            return self._bury_pending_of(st, args)
+
+    def _bury_pending_of(self, st: Statements, args: dict[str, Any]) -> int:
+        """Make a forgotten function's pending deliveries dead letters; how many."""
+        return len(st.fetch("bury_pending_of", args))
 
     def budget_used(self, function: str, since: float) -> tuple[int, int]:
         """(attempts of a function ended since a time, its deliveries running now)."""

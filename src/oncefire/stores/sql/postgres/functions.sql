@@ -47,11 +47,25 @@ SELECT name FROM oncefire_functions WHERE paused_at IS NOT NULL;
 -- name: forget_function
 DELETE FROM oncefire_functions WHERE name = %(name)s RETURNING name;
 
+-- name: dead_counts_by_statement
+-- The dead-letter counter's row trigger off for this transaction: the next statement keeps it.
+SELECT set_config('oncefire.dead_counts', 'by_statement', true);
+
+-- name: dead_counts_by_row
+SELECT set_config('oncefire.dead_counts', 'by_row', true);
+
 -- name: bury_pending_of
 -- A forgotten function's pending deliveries become dead letters: replayable, none destroyed.
-UPDATE oncefire_deliveries SET state = 'dead', error = %(error)s, dead_at = %(now)s,
-    error_group = %(error_group)s
-WHERE function = %(name)s AND state = 'pending' RETURNING id;
+-- The statement adds them to the counter with one upsert (after dead_counts_by_statement).
+WITH buried AS (
+    UPDATE oncefire_deliveries SET state = 'dead', error = %(error)s, dead_at = %(now)s,
+        error_group = %(error_group)s
+    WHERE function = %(name)s AND state = 'pending' RETURNING id
+), counted AS (
+    INSERT INTO oncefire_dead_counts (function, count) SELECT %(name)s, count(*) FROM buried
+    ON CONFLICT (function) DO UPDATE SET count = oncefire_dead_counts.count + excluded.count
+)
+SELECT count(*) FROM buried;
 
 -- name: budget_used
 -- Attempts ended in the budget's window (by the (function, finished_at) index), and running.

@@ -1,0 +1,3 @@
+-- oncefire schema 21: on PostgreSQL a statement that makes many dead letters at once keeps the
+-- dead-letter counter itself (its row trigger's upserts of one row in one transaction are
+-- quadratic there). SQLite updates the counter row in place: nothing changes.
