@@ -10,7 +10,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Coroutine, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from oncefire import lineage, parking
@@ -62,10 +62,19 @@ def classify(trigger: Trigger, exc: BaseException) -> Ending:
     return Ending(Outcome.FAILED, describe(exc))
 
 
-def call(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
-    """Run the function once in this thread (an async one on a loop of its own)."""
+@dataclass(slots=True)
+class Entry:
+    """Whether an attempt's function was called: its thread sets it just before the call (a
+    plain attribute: written once, read by the worker loop, atomic under the GIL)."""
+
+    is_entered: bool = False
+
+
+def call(rt: Runtime, trigger: Trigger, event: Event, entered: Entry | None = None) -> Ending:
+    """Run the function once in this thread (an async one on a loop of its own); `entered` is
+    set just before the function is called."""
     if trigger.is_async:
-        return asyncio.run(call_async(rt, trigger, event))
+        return asyncio.run(call_async(rt, trigger, event, entered))
     token = CURRENT_EVENT.set(event)
     app_token = CURRENT_APP.set(rt.app)
     rt_token = CURRENT_RUNTIME.set(rt)
@@ -73,6 +82,8 @@ def call(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
     ops_token = CURRENT_OPS.set(ops)
     # CPU time of this thread only: what the function itself burned, not the worker's.
     cpu_start = time.thread_time()
+    if entered is not None:
+        entered.is_entered = True
     try:
         trigger.fn(event)
         ending = Ending(Outcome.SUCCEEDED)
@@ -87,14 +98,19 @@ def call(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
     return replace(ending, cpu_seconds=cpu, reads=ops.reads, writes=ops.writes)
 
 
-async def call_async(rt: Runtime, trigger: Trigger, event: Event) -> Ending:
-    """Await an async function once, cancelling it when it runs past its timeout."""
+async def call_async(
+    rt: Runtime, trigger: Trigger, event: Event, entered: Entry | None = None
+) -> Ending:
+    """Await an async function once, cancelling it when it runs past its timeout; `entered` is
+    set just before it is awaited."""
     # Each task runs in a copy of the context, so these settings stay with this attempt.
     CURRENT_EVENT.set(event)
     CURRENT_APP.set(rt.app)
     CURRENT_RUNTIME.set(rt)
     ops = StoreOps()
     CURRENT_OPS.set(ops)
+    if entered is not None:
+        entered.is_entered = True
     return replace(await _await(trigger, event), reads=ops.reads, writes=ops.writes)
 
 
@@ -311,25 +327,28 @@ def prepare(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending | tuple[flo
         return outside_failure(exc)
 
 
-def run(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending:
-    """Run one leased delivery to its end (expiry checked first); the caller writes it."""
+def run(rt: Runtime, trigger: Trigger, leased: Leased, entered: Entry | None = None) -> Ending:
+    """Run one leased delivery to its end (expiry checked first); the caller writes it.
+    `entered` is set once the function is called (from then on it may have run)."""
     prepared = prepare(rt, trigger, leased)
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
     with lineage.running(leased.event, rt.settings.max_event_depth):  # what it writes
-        ending = call(rt, trigger, event)
+        ending = call(rt, trigger, event, entered)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 
 
-async def run_async(rt: Runtime, trigger: Trigger, leased: Leased) -> Ending:
+async def run_async(
+    rt: Runtime, trigger: Trigger, leased: Leased, entered: Entry | None = None
+) -> Ending:
     """run() for an async function, on the worker's event loop."""
     prepared = prepare(rt, trigger, leased)
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
     with lineage.running(leased.event, rt.settings.max_event_depth):  # this task's context
-        ending = await call_async(rt, trigger, event)
+        ending = await call_async(rt, trigger, event, entered)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 
 

@@ -61,6 +61,9 @@ class Flight:
     trigger: Trigger
     deadline: float
     started: float  # time.monotonic() at its start
+    # Set by the attempt's thread just before the function is called: from then on it may
+    # have run (a worker confirms as started only attempts whose function was entered).
+    entered: execution.Entry = field(default_factory=execution.Entry)
     is_settled: bool = False  # its result no longer counts: its lease was lost
     is_overdue: bool = False  # still running past its deadline: written when it ends
 
@@ -91,23 +94,26 @@ class Flights:
         """The delivery ids of the ended attempts."""
         return {flight.leased.lease.delivery_id for flight, _ in self.ended}
 
-    def start(self, item: Leased) -> None:
+    def start(self, item: Leased) -> Flight:
         """Start the function of a leased delivery (marked started in the store)."""
         trigger = self.rt.triggers[item.function]
         started = time.monotonic()
+        entered = execution.Entry()
         future: Future[Ending]
         if trigger.is_async:
             if self._loop is None:
                 self._loop = EventLoopThread()
-            future = self._loop.submit(execution.run_async(self.rt, trigger, item))
+            future = self._loop.submit(execution.run_async(self.rt, trigger, item, entered))
             deadline = started + trigger.options.timeout + TIMEOUT_GRACE
         else:
-            future = self._pool.submit(execution.run, self.rt, trigger, item)
+            future = self._pool.submit(execution.run, self.rt, trigger, item, entered)
             deadline = started + trigger.options.timeout
-        self.running[future] = Flight(item, trigger, deadline, started)
+        flight = Flight(item, trigger, deadline, started, entered)
+        self.running[future] = flight
         # O(1) per attempt, unlike wait() on them all; the time is when it ended, not when
         # the loop came to look.
         future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
+        return flight
 
     def collect(self, timeout: float) -> int:
         """Wait up to timeout for attempts to end and set them aside for writing; how many

@@ -9,7 +9,9 @@ dies, which of them ran, or which one ended the process, is not known, so each i
 uncharged and runs alone from then on (solo: leased by a worker holding nothing else, so its
 next crash is its own and is charged). A lease marks what it takes ahead in its own
 statement (its head started if it starts alone); the next commit confirms as started the
-ahead ones that have started since and still run (those that ended, it writes).
+ahead ones whose function was entered since and still run (those that ended, it writes). One
+whose thread has not called its function yet is not confirmed: a wave-mate that ends the
+process meanwhile must not get it charged for a run it never had.
 
 So a delivery that kills its process gets at most one uncharged run, then its attempts, each
 charged, alone; its innocent wave-mates run once more, alone, uncharged.
@@ -17,9 +19,10 @@ charged, alone; its innocent wave-mates run once more, alone, uncharged.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from oncefire.flights import Flight
 from oncefire.stores.base import Leased, Store, Taken
 
 # A lease or a wave ahead takes about this many seconds of work beyond the free slots, at the
@@ -79,3 +82,25 @@ def mark(store: Store, marks: Marking, now: float) -> tuple[set[int], set[int]]:
         store.start([c.lease for c in marks.ahead], now, is_ahead=True) if marks.ahead else set()
     )
     return started | ahead, ahead
+
+
+def confirm(
+    store: Store, unconfirmed: Sequence[Flight], writing: Collection[int], now: float
+) -> list[Flight]:
+    """Mark started (no longer ahead) the attempts started while marked ahead whose function
+    was entered, but not those being written (delivery ids in `writing`); which ones."""
+    entered = [
+        f for f in unconfirmed if f.entered.is_entered and f.leased.lease.delivery_id not in writing
+    ]
+    if entered:
+        store.start([f.leased.lease for f in entered], now)
+    return entered
+
+
+def unconfirmed(
+    before: Sequence[Flight], confirmed: Sequence[Flight], running: Iterable[Flight]
+) -> list[Flight]:
+    """What stays unconfirmed after a commit: neither confirmed by it nor ended."""
+    done = {id(f) for f in confirmed}
+    alive = {id(f) for f in running}
+    return [f for f in before if id(f) not in done and id(f) in alive]

@@ -31,13 +31,13 @@ from oncefire import execution, marking, ticks, ttl
 from oncefire.alerts import check_alerts
 from oncefire.errors import StoreError
 from oncefire.flights import DrainSummary as DrainSummary
-from oncefire.flights import Flights, hand_back, worker_name, write_all
+from oncefire.flights import Flight, Flights, hand_back, worker_name, write_all
 from oncefire.flights import rescue as rescue_expired
 from oncefire.keeper import Keeper
 from oncefire.progress import Progress
 from oncefire.rates import idle_wait
 from oncefire.retry import Outcome
-from oncefire.stores.base import Lease, Leased, Taken
+from oncefire.stores.base import Leased, Taken
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -87,7 +87,7 @@ class Worker:
         self._queued_at = time.monotonic()  # when the last lease filled the queue
         self._marked: set[int] = set()  # ids of queued deliveries already marked started
         self._ahead: set[int] = set()  # those of them marked ahead (marking.py)
-        self._unconfirmed: list[Lease] = []  # started here while marked ahead
+        self._unconfirmed: list[Flight] = []  # started here while marked ahead
         self._is_solo_held = False  # a solo delivery is held: nothing else is leased
         self.flights = Flights(rt, self.concurrency)
         self._caps = {
@@ -140,10 +140,10 @@ class Worker:
                 break  # marked in the next turn
             item = self._queue.popleft()
             self._marked.discard(item.lease.delivery_id)
+            flight = self.flights.start(item)
             if item.lease.delivery_id in self._ahead:
                 self._ahead.discard(item.lease.delivery_id)
-                self._unconfirmed.append(item.lease)  # confirmed started by the next commit
-            self.flights.start(item)
+                self._unconfirmed.append(flight)  # confirmed by a commit once entered
         return len(leased)
 
     def _store_turn(
@@ -171,9 +171,7 @@ class Worker:
                 now = self.rt.clock.now()
                 marked, ahead = marking.mark(self.rt.store, marks, now) if marks else (set(), set())
                 writing = self.flights.ended_ids() if must_write else set()  # no confirming
-                confirm = [c for c in self._unconfirmed if c.delivery_id not in writing]
-                if confirm:
-                    self.rt.store.start(confirm, now)
+                confirmed = marking.confirm(self.rt.store, self._unconfirmed, writing, now)
         except Exception as exc:
             if not must_write:
                 raise
@@ -183,7 +181,8 @@ class Worker:
             return []
         if must_write:
             self._count_written(written)
-        self._unconfirmed.clear()
+        running = self.flights.running.values()
+        self._unconfirmed = marking.unconfirmed(self._unconfirmed, confirmed, running)
         try:  # read after the commit: SQLite's write lock is not held meanwhile
             leased = self.rt.store.with_events(taken)
         except Exception:
@@ -289,9 +288,10 @@ class Worker:
         if not held:
             return
         now = self.rt.clock.now()
-        if self._unconfirmed:  # an attempt marked ahead that runs long is charged if lost
-            self.rt.store.start(self._unconfirmed, now)
-            self._unconfirmed.clear()
+        # An attempt marked ahead that runs on is charged if lost, once its function is entered.
+        confirmed = marking.confirm(self.rt.store, self._unconfirmed, (), now)
+        running = self.flights.running.values()
+        self._unconfirmed = marking.unconfirmed(self._unconfirmed, confirmed, running)
         kept = set(self.rt.store.renew(held, now, now + self.rt.settings.lease))
         lost = [c for c in self._queue if c.lease not in kept]
         if lost:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, RetryPolicy
+from oncefire import App, RetryPolicy, execution
 from oncefire.events import Event
 from oncefire.flights import rescue
 from oncefire.stores.base import Leased
@@ -232,6 +232,41 @@ def test_deliveries_that_start_together_are_charged_only_once_confirmed_started(
     for event_id in confirmed:
         assert outcomes(make_app(), event_id) == ["crashed", "succeeded"], event_id
     assert runs.count == dict.fromkeys(together + confirmed, 2)
+
+
+def test_a_later_commit_confirms_only_attempts_whose_function_was_entered(
+    make_app: Callable[..., App],
+    clock: TestClock,
+    runs: Runs,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two slots start two deliveries marked ahead; one thread enters its function, the other
+    # has not called its function yet when a commit (the renewal) comes and the process dies
+    # (a wave-mate's os._exit): only the entered one may have run, so only it is charged.
+    worker = worker_of(make_app, runs, concurrency=2)
+    held_back, entered = threading.Event(), threading.Semaphore(0)
+    call = execution.call
+
+    def call_or_hold(*args: Any) -> Any:
+        event = args[2]
+        if event.data.data.get("held"):
+            assert held_back.wait(WAIT * 3), "the test never released the held thread"
+        entered.release()
+        return call(*args)
+
+    monkeypatch.setattr(execution, "call", call_or_hold)
+    ran, held = publish(app_of(worker), {"block": True}, {"held": True})
+    assert worker.lease_and_start() == 2
+    assert entered.acquire(timeout=WAIT) and runs.started.acquire(timeout=WAIT)
+    worker.renew()  # confirms the entered one only
+    clock.advance(LEASE + 1)  # the process dies
+    monkeypatch.setattr(execution, "call", call)
+    rescuer = make_app()
+    runs.register(rescuer)
+    rescuer.drain()
+    assert outcomes(make_app(), ran) == ["crashed", "succeeded"]
+    assert outcomes(make_app(), held) == ["succeeded"]  # handed back uncharged, solo
+    held_back.set()
 
 
 @pytest.mark.parametrize(
