@@ -95,7 +95,7 @@ def drain_backlog(
         WalCommits(t.path) if t.path is not None else PostgresCommits(t.url.rsplit("/", 1)[1])
     )
     backlog = Backlog(t, function)
-    backlog()  # on SQLite its connection opens the WAL index, read while it stays open
+    remaining = backlog.ended_counter()  # on SQLite it opens the WAL index, kept open
     before = counter.read()
     try:
         with (
@@ -109,10 +109,10 @@ def drain_backlog(
             ),
         ):
             if window is None:
-                result = time_drain(backlog, n, warmup=max(1, n // 40), max_seconds=max_seconds)
+                result = time_drain(remaining, n, warmup=max(1, n // 40), max_seconds=max_seconds)
             else:
                 warmup = max(1, n // 40)
-                result = time_window(backlog, backlog.has_work, n, warmup=warmup, window=window)
+                result = time_window(remaining, backlog.has_work, n, warmup=warmup, window=window)
         after = counter.settled()
     finally:
         backlog.close()

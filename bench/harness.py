@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -102,9 +102,13 @@ def reset(t: Target) -> None:
 class Backlog:
     """Counts the deliveries not yet settled (pending or running), on its own connection.
 
-    Each state is counted on its own, so that the store's partial indexes on pending and
-    on running deliveries answer it: polling stays cheap however much history the store
-    holds. (The benchmark stores run one function, so no filter on it is needed.)"""
+    Each state is counted on its own, from the store's partial indexes on pending and on
+    running deliveries. That count still reads the row of every entry (an index entry does
+    not say whether its row is settled): with the backlog's rows spread over a large history
+    each poll costs more, 59 ms for 50,000 pending among 10 M deliveries on PostgreSQL against
+    9 ms on an empty store. A drain polls `ended_counter()` instead, whose cost does not grow
+    with the history or the backlog. (The benchmark stores run one function, so no filter on
+    it is needed.)"""
 
     SQL = (
         "SELECT (SELECT count(*) FROM oncefire_deliveries WHERE state = 'pending')"
@@ -130,6 +134,27 @@ class Backlog:
     def __call__(self) -> int:
         self.queries += 1
         return int(self._conn.execute(self.SQL).fetchone()[0])
+
+    ENDED = (
+        "SELECT (SELECT coalesce(sum(count), 0) FROM oncefire_buckets"
+        " WHERE outcome = 'succeeded' AND hour >= ?)"
+        " + (SELECT coalesce(sum(count), 0) FROM oncefire_dead_counts)"
+    )
+
+    def ended_counter(self) -> Callable[[], int]:
+        """What is left of the backlog as it stands now: the count of its unsettled
+        deliveries, less the deliveries settled since, polled from the counters the store keeps
+        in the transactions that settle them (succeeded attempts in the hour buckets, dead
+        letters in their counter): a few small rows a poll, however large the history or the
+        backlog. Exact for a backlog that nothing adds to while it drains."""
+        since_hour = float(int(time.time() // 3600) * 3600 - 3600)  # the store's clock may lag
+        left = self()
+        ended = int(self.count(self.ENDED, (since_hour,)))
+
+        def remaining() -> int:
+            return left - (int(self.count(self.ENDED, (since_hour,))) - ended)
+
+        return remaining
 
     def has_work(self) -> bool:
         """Whether any delivery is still pending or running: the first entry of a partial

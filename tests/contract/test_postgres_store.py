@@ -541,3 +541,35 @@ def test_workers_on_other_connections_end_attempts_of_one_bucket_without_waiting
         done.set()
         holder.join(NEVER)
     assert [s[:3] for s in first.bucket_sums(NOW - 3600)] == [("f", "succeeded", 2)]
+
+
+@pytest.mark.postgres
+def test_new_deliveries_fill_pages_together_in_a_store_upgraded_with_a_history(
+    open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """A history written before schema 22 fills its pages to the brim, leaving on each a
+    sliver of room too small for a finished delivery but large enough for a pending one. New
+    deliveries must not go one to a page into those slivers (every lease and completion of
+    them would then read and dirty a page a delivery; 50,000 lay on 36,851 pages of a 10 M
+    history): they fill pages together."""
+    admin.execute("CREATE TABLE oncefire_schema (version integer NOT NULL)")
+    for version, sql in migrations.load("postgres"):
+        if version <= 21:
+            admin.execute(sql.encode())
+            admin.execute("INSERT INTO oncefire_schema (version) VALUES (%s)", (version,))
+    admin.execute(
+        "INSERT INTO oncefire_events (id, type, source, time, data, size)"
+        " SELECT 'h' || i, 't', 's', 1, '{}', 2 FROM generate_series(1, 6000) AS i"
+    )
+    admin.execute(  # rows of uneven sizes: each page ends with a sliver of up to 450 bytes
+        "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at,"
+        " finished_at, error) SELECT 'h' || i, 'f', 'succeeded', 1, 1, 1,"
+        " repeat('x', 200 + i % 7 * 40) FROM generate_series(1, 6000) AS i"
+    )
+    admin.execute("VACUUM oncefire_deliveries")
+    add_pending(open_store(), 300)  # opening the store upgrades it
+    pages = admin.execute(
+        "SELECT count(DISTINCT (ctid::text::point)[0]) FROM oncefire_deliveries"
+        " WHERE state = 'pending'"
+    ).fetchone()
+    assert pages is not None and pages[0] <= 15, pages
