@@ -31,7 +31,7 @@ from typing import Any
 import workload
 from benchlib import common_args, log, phase, summarize, write_json
 from drain import describe_run, drain_backlog
-from growth_seed import EXPIRING, QUERIED
+from growth_seed import EXPIRING, QUERIED, connect
 from growth_store import (
     backlog_rows,
     empty_store,
@@ -76,6 +76,7 @@ def measure(
     """One run on one store: the backlog placed and drained, then the reads."""
     with phase(f"the backlog of {n:,} in place"):
         place_backlog(t, backlog, first_id)
+    pages = backlog_pages(t)
     drained = drain_backlog(t, "noop", n, max_seconds)
     app = workload.build(t.url, "noop")
     queried = app.db.collection(QUERIED)
@@ -107,8 +108,23 @@ def measure(
         "drain_rate": drained["rate"],
         "write_rate": written / seconds,
         "capped": drained["capped"],
+        "backlog_pages": pages,
         **figures,
     }
+
+
+def backlog_pages(t: Target) -> int | None:
+    """PostgreSQL: the heap pages the backlog's deliveries lie on (a backlog spread one a page
+    over the history makes every lease read and dirty a page a delivery). None on SQLite,
+    whose rows lie in id order."""
+    if t.kind != "postgres":
+        return None
+    with connect(t) as conn:
+        row = conn.execute(
+            "SELECT count(DISTINCT (ctid::text::point)[0]) FROM oncefire_deliveries"
+            " WHERE state = 'pending'"
+        ).fetchone()
+    return int(row[0])
 
 
 def ratio(empty: list[float], loaded: list[float]) -> dict[str, Any]:
@@ -143,7 +159,7 @@ def run_store(kind: str, sizes: dict[str, int], args: Any) -> dict[str, Any]:
             with phase("remove what the run added"):
                 remove_added(live, marks)
         describe_run("loaded store drain", loaded[-1]["drain"])
-    figures = [k for k in empty[0] if k not in ("drain", "capped")]
+    figures = [k for k in empty[0] if k not in ("drain", "capped") and empty[0][k] is not None]
     return {
         "store": kind,
         "history": marks["deliveries"] - marks["dead"],

@@ -48,6 +48,8 @@ def loaded_store(
     App(probe.url).store  # noqa: B018 - a fresh schema, to read its signature
     shape = "-".join(str(sizes[k]) for k in ("history", "dead", "queried", "expiring"))
     key = f"{LOADER_VERSION}-{schema_signature(probe)}-{shape}"
+    if kind == "postgres":
+        key += "-brim"  # its deliveries' pages cloned full (growth_seed.bulk_load)
     what = f"{sizes['history']:,} + {sizes['dead']:,} dead letters"
     load = (sizes["history"], sizes["dead"], sizes["queried"], sizes["expiring"])
     started = time.monotonic()
