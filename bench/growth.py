@@ -8,9 +8,10 @@ documents under a TTL policy (nothing due). It is built once and kept between si
 (bench/.work for SQLite, the oncefire_growth_bench database for PostgreSQL); each run
 removes what it added. Every run places the same backlog the same way on both stores
 (growth_store.place_backlog), then measures: the drain of n events by two worker
-processes (keeping the whole history: KEEP_HISTORY), document writes one transaction each, `stats()` over 24 hours,
-`dead_letters.count()` and `list(limit=50)`, a query by the declared field with limit 10
-(time and traced memory), and a TTL sweep with nothing due (and its index probe alone).
+processes (keeping the whole history: KEEP_HISTORY), document writes one transaction each,
+`stats()` over 24 hours, `dead_letters.count()` and `list(limit=50)`, a query by the
+declared field with limit 10 (time and traced memory), and a TTL sweep with nothing due
+(and its index probe alone).
 The loaded/empty ratio of drain and write rates is given with its spread (the ratio of the
 extremes); a spread that holds 1 reads "no measurable change".
 
