@@ -101,6 +101,8 @@ def unconfirmed(
     before: Sequence[Flight], confirmed: Sequence[Flight], running: Iterable[Flight]
 ) -> list[Flight]:
     """What stays unconfirmed after a commit: neither confirmed by it nor ended."""
+    if not before:
+        return []  # the usual turn: no set of the running flights built
     done = {id(f) for f in confirmed}
     alive = {id(f) for f in running}
     return [f for f in before if id(f) not in done and id(f) in alive]
