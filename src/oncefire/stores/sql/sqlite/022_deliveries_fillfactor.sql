@@ -1,0 +1,4 @@
+-- oncefire schema 22: nothing to change on SQLite. PostgreSQL's schema 22 keeps a tenth of each
+-- deliveries page free, so that new deliveries are not spread one a page over the room a long
+-- history leaves. SQLite keeps the rows of a table in rowid order: new deliveries, with the
+-- highest ids, lie together at the end of the table's b-tree.
