@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import workload
 from benchlib import common_args, log
+from growth import backlog_pages
 from harness import prefill, reset, target
 
 from oncefire.worker import Worker
@@ -39,15 +40,11 @@ def main() -> None:
                 "SELECT count(*), count(*) FILTER (WHERE avail >= 1024)"
                 " FROM pg_freespace('oncefire_deliveries')"
             ).fetchone() or (0, 0)
-            prefill(app, args.new, prefix="new-")
-            row = conn.execute(
-                "SELECT count(DISTINCT (ctid::text::point)[0]) FROM oncefire_deliveries"
-                " WHERE state = 'pending'"
-            ).fetchone()
+        prefill(app, args.new, prefix="new-")
         log(
             f"{args.n:,} deliveries written and drained lie on {pages:,} pages, {roomy:,} of"
             f" them with 1 KiB free or more; {args.new:,} new pending deliveries lie on"
-            f" {row[0] if row else 0:,} pages"
+            f" {backlog_pages(t):,} pages"
         )
     finally:
         app.close()
