@@ -125,3 +125,39 @@ def test_postgres_columns_added_under_a_live_app_are_written_as_documented(
             conn.execute(sa.text("DROP TABLE IF EXISTS t_prices"))
         engine.dispose()
         app.close()
+
+
+def test_postgres_timestamptz_is_written_in_utc_whatever_the_sessions_zone(
+    postgres_store_url: str,
+) -> None:
+    # The trigger functions set no zone of their own (schema 23): they rewrite the value.
+    app = App(postgres_store_url)
+    seen: list[dict[str, Any]] = []
+
+    @app.on_row_written("t_zoned")
+    def written(event: Event) -> None:
+        seen.append(event.data.after)
+
+    engine = sa.create_engine(postgres_store_url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE IF EXISTS t_zoned"))
+            conn.execute(sa.text("CREATE TABLE t_zoned (id integer PRIMARY KEY, at timestamptz, local timestamp)"))
+        app.watch_tables()
+        with engine.begin() as conn:
+            conn.execute(sa.text("SET LOCAL TimeZone TO 'Asia/Kolkata'"))  # +05:30
+            conn.execute(sa.text("INSERT INTO t_zoned VALUES (1, '2026-12-01 10:36:07.5+05:30')"))
+            conn.execute(sa.text("INSERT INTO t_zoned VALUES (2, 'infinity', '-infinity'), (3, NULL, NULL)"))
+            conn.execute(sa.text("UPDATE t_zoned SET at = '2026-12-01 00:00:00-08:00' WHERE id = 3"))
+        app.drain()
+        assert sorted(seen, key=lambda row: row["id"]) == [
+            {"id": 1, "at": "2026-12-01T05:06:07.5+00:00", "local": None},
+            {"id": 2, "at": "infinity", "local": "-infinity"},
+            {"id": 3, "at": None, "local": None},
+            {"id": 3, "at": "2026-12-01T08:00:00+00:00", "local": None},
+        ]
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE IF EXISTS t_zoned"))
+        engine.dispose()
+        app.close()

@@ -37,10 +37,11 @@ WATCHED = (
 )
 
 
-def make_store_watching_orders(url: str) -> None:
-    """A schema-15 store with t_orders watched by that schema's insert trigger."""
+def make_store_watching_orders(url: str, before: int = BEFORE) -> None:
+    """A store at schema `before` (15 unless told) with t_orders watched by schema 15's insert
+    trigger."""
     dialect = "sqlite" if url.startswith("sqlite") else "postgres"
-    steps = [(v, sql) for v, sql in migrations.load(dialect) if v <= BEFORE]
+    steps = [(v, sql) for v, sql in migrations.load(dialect) if v <= before]
     table = "CREATE TABLE t_orders (id INTEGER PRIMARY KEY, status TEXT, amount INTEGER, note TEXT)"
     if dialect == "sqlite":
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
@@ -94,6 +95,34 @@ def test_a_watched_table_keeps_its_events_across_the_upgrade_and_migrate_remakes
         assert writer.scalar("SELECT count(*) FROM oncefire_row_changes") == 1
         app.drain()
         assert seen[1:] == [({"id": 2}, {"id": 2, "status": "new", "amount": 6, "note": None})]
+    finally:
+        writer.run("DROP TABLE IF EXISTS t_orders")
+        writer.close()
+
+
+def test_changes_captured_before_schema_23_and_not_moved_reach_their_function(
+    store_url: str, make_app: Callable[..., App]
+) -> None:
+    # Schema 23 gives PostgreSQL's oncefire_row_changes a new shape: what waits in the old one
+    # is moved into the outbox by the migration itself.
+    make_store_watching_orders(store_url, before=22)
+    writer = make_writer("driver", store_url)
+    try:
+        writer.run("INSERT INTO t_orders (id, status, amount) VALUES (1, 'new', 5), (2, 'new', 6)")
+        app = make_app()
+        seen: list[tuple[str, Any, Any]] = []
+
+        @app.on_row_inserted("t_orders")
+        def placed(event: Event) -> None:
+            seen.append((event.source, event.params, event.data.after))
+
+        app.store.migrate()
+        assert writer.scalar("SELECT count(*) FROM oncefire_row_changes") == 0
+        app.drain()
+        assert sorted(seen, key=lambda s: s[0]) == [
+            ("t_orders/1", {"id": 1}, {"id": 1, "status": "new", "amount": 5, "note": None}),
+            ("t_orders/2", {"id": 2}, {"id": 2, "status": "new", "amount": 6, "note": None}),
+        ]
     finally:
         writer.run("DROP TABLE IF EXISTS t_orders")
         writer.close()

@@ -3,8 +3,8 @@
 -- The row_*_trigger queries are templates: `tables.fill` replaces each {name} in them with a
 -- quoted identifier, a quoted string literal, or a list of them built from the table's
 -- columns. Nothing else is put into them. Every trigger runs oncefire_row_event() or
--- oncefire_rows_event() (migrations 013, 016) with the table's name and primary key columns
--- as arguments; they write into oncefire_row_changes, a table with no index, and the workers
+-- oncefire_rows_event() (migration 023) with the table's name and primary key columns as
+-- arguments; they write into oncefire_row_changes, a table with no index, and the workers
 -- move the changes into oncefire_events, marked 'new', and route them (move_row_changes).
 
 -- name: table_columns
@@ -33,27 +33,41 @@ ON CONFLICT (name) DO UPDATE SET kinds = excluded.kinds, columns = excluded.colu
 DELETE FROM oncefire_watched_tables WHERE name = %(name)s;
 
 -- name: move_row_changes
--- The oldest %(limit)s row changes (by capture time and place in their statement) into the
--- outbox, marked 'new' for routing, in one statement. One worker moves at a time (a
--- transaction's advisory lock; another skips its move and routes what is moved), so changes
--- reach routing, and get their deliveries, in the order they were captured. The id is a
--- UUIDv7 of the capture's time; its next bits the row's number in its statement (random for a
--- per-row trigger), then random ones.
+-- The oldest %(limit)s row changes (in the order of their capture) into the outbox, marked
+-- 'new' for routing, in one statement. One worker moves at a time (a transaction's advisory
+-- lock; another skips its move and routes what is moved), so changes reach routing, and get
+-- their deliveries, in the order they were captured. The id is a UUIDv7 of the capture's time;
+-- its next 26 bits the change's place in the order of capture (seq), then random ones: two
+-- changes of one row in the same millisecond are routed in order (unless seq's low bits wrap
+-- around between them, once in 67 million changes). The event's source (the table, then the
+-- row's key values) and data are made here, not in the trigger (migration 023): keys are the
+-- trigger's arguments after the table, up to an empty one (a trigger made by schema 13 passes
+-- more).
 WITH mover AS (
     SELECT pg_try_advisory_xact_lock(hashtext('oncefire'), hashtext('move_row_changes')) AS ok
 ), moved AS (
     DELETE FROM oncefire_row_changes
     WHERE (SELECT ok FROM mover) AND ctid = ANY (ARRAY(
-        SELECT ctid FROM oncefire_row_changes ORDER BY ms, n LIMIT %(limit)s))
-    RETURNING ms, n, type, source, data
+        SELECT ctid FROM oncefire_row_changes ORDER BY seq LIMIT %(limit)s))
+    RETURNING seq, ms, type, table_name,
+        keys[1 : coalesce(array_position(keys, '') - 1, cardinality(keys))] AS keys,
+        before, after
+), made AS (
+    SELECT seq, ms, type,
+        table_name || coalesce((SELECT string_agg('/' || coalesce(coalesce(after, before) ->> k,
+            ''), '' ORDER BY o) FROM unnest(keys) WITH ORDINALITY AS u (k, o)), '') AS source,
+        jsonb_build_object('table', table_name,
+            'pk', coalesce((SELECT jsonb_object_agg(k, coalesce(after, before) -> k)
+                FROM unnest(keys) AS k), '{}'),
+            'before', before, 'after', after) AS data
+    FROM moved
 )
 INSERT INTO oncefire_events (id, type, source, time, data, size, routing)
 SELECT substr(stamp, 1, 8) || '-' || substr(stamp, 9, 4) || '-7'
-        || lpad(to_hex(coalesce((n >> 14) & 4095, (random() * 4095)::int)), 3, '0') || '-'
-        || to_hex(32768 + coalesce(n & 16383, (random() * 16383)::int)) || '-'
-        || lpad(to_hex((random() * 281474976710655)::bigint), 12, '0'),
+        || lpad(to_hex((seq >> 14) & 4095), 3, '0') || '-' || to_hex(32768 + (seq & 16383))
+        || '-' || lpad(to_hex((random() * 281474976710655)::bigint), 12, '0'),
     type, source, ms / 1000.0, data, pg_column_size(data), 'new'
-FROM (SELECT lpad(to_hex(ms), 12, '0') AS stamp, * FROM moved) AS m;
+FROM (SELECT lpad(to_hex(ms), 12, '0') AS stamp, * FROM made) AS m;
 
 -- name: row_changes_with_bytes
 -- None: the trigger function writes bytes as base64 itself (SQLite's trigger cannot).

@@ -1,0 +1,5 @@
+-- oncefire schema 23: nothing to change on SQLite. PostgreSQL's schema 23 takes work out of
+-- its table trigger functions (a function-level SET, a catalogue read, the event's source and
+-- wrapping). A SQLite trigger is one INSERT whose values are written into it when
+-- `oncefire migrate` makes it, and costs a one-row transaction nothing measurable beside
+-- its commit (docs/tables.md, "Cost").
