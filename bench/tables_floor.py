@@ -7,6 +7,8 @@ The same one-statement INSERT ... SELECT of --bulk rows into five tables of the 
     bare     a trigger that inserts only the row's integer key into a table with no index (on
              SQLite a rowid table; on PostgreSQL a heap, per statement from the transition
              table): the floor of any capture in a trigger;
+    copy     the same with the row's values, copied into a table of the same columns: the
+             floor of a capture that keeps the row without making JSON of it;
     json     the same plus building the row's JSON (json_object / to_jsonb);
     outbox   the same JSON row into a table shaped like oncefire's outbox (text primary key,
              the partial routing index), with a cheap id: what the outbox's indexes add;
@@ -27,9 +29,9 @@ from typing import Any
 from benchlib import BENCH, common_args, log, summarize, write_json
 from tables import Database, watch, with_transaction
 
-VARIANTS = ("none", "bare", "json", "outbox", "oncefire")
+VARIANTS = ("none", "bare", "copy", "json", "outbox", "oncefire")
 TABLE = {v: f"t_floor_{v}" for v in VARIANTS} | {"oncefire": "t_bench_watched"}
-SINKS = ("floor_sink_bare", "floor_sink_json", "floor_sink_outbox")
+SINKS = ("floor_sink_bare", "floor_sink_copy", "floor_sink_json", "floor_sink_outbox")
 COLUMNS = "id INTEGER PRIMARY KEY, status TEXT, amount INTEGER, note TEXT"
 
 SQLITE_JSON = (
@@ -37,6 +39,7 @@ SQLITE_JSON = (
 )
 SQLITE_SETUP = [
     "CREATE TABLE floor_sink_bare (x INTEGER)",
+    "CREATE TABLE floor_sink_copy (id INTEGER, status TEXT, amount INTEGER, note TEXT)",
     "CREATE TABLE floor_sink_json (x INTEGER, data TEXT)",
     "CREATE TABLE floor_sink_outbox (id TEXT PRIMARY KEY, source TEXT NOT NULL, data TEXT NOT "
     "NULL, routing TEXT)",
@@ -44,6 +47,8 @@ SQLITE_SETUP = [
     "WHERE routing IS NOT NULL",
     "CREATE TRIGGER floor_bare AFTER INSERT ON t_floor_bare BEGIN "
     "INSERT INTO floor_sink_bare VALUES (NEW.id); END",
+    "CREATE TRIGGER floor_copy AFTER INSERT ON t_floor_copy BEGIN "
+    "INSERT INTO floor_sink_copy VALUES (NEW.id, NEW.status, NEW.amount, NEW.note); END",
     "CREATE TRIGGER floor_json AFTER INSERT ON t_floor_json BEGIN "
     f"INSERT INTO floor_sink_json VALUES (NEW.id, {SQLITE_JSON}); END",
     "CREATE TRIGGER floor_outbox AFTER INSERT ON t_floor_outbox BEGIN "
@@ -52,6 +57,7 @@ SQLITE_SETUP = [
 ]
 POSTGRES_SETUP = [
     "CREATE TABLE floor_sink_bare (x integer)",
+    "CREATE TABLE floor_sink_copy (id integer, status text, amount integer, note text)",
     "CREATE TABLE floor_sink_json (x integer, data jsonb)",
     "CREATE TABLE floor_sink_outbox (id text PRIMARY KEY, source text NOT NULL, data jsonb NOT "
     "NULL, routing text)",
@@ -59,6 +65,8 @@ POSTGRES_SETUP = [
     "WHERE routing IS NOT NULL",
     "CREATE FUNCTION floor_bare() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "INSERT INTO floor_sink_bare SELECT id FROM new_rows; RETURN NULL; END $$",
+    "CREATE FUNCTION floor_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "INSERT INTO floor_sink_copy SELECT * FROM new_rows; RETURN NULL; END $$",
     "CREATE FUNCTION floor_json() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "INSERT INTO floor_sink_json SELECT id, to_jsonb(n) FROM new_rows n; RETURN NULL; END $$",
     "CREATE FUNCTION floor_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -67,14 +75,14 @@ POSTGRES_SETUP = [
     *(
         f"CREATE TRIGGER floor_{v} AFTER INSERT ON t_floor_{v} REFERENCING NEW TABLE AS "
         f"new_rows FOR EACH STATEMENT EXECUTE FUNCTION floor_{v}()"
-        for v in ("bare", "json", "outbox")
+        for v in ("bare", "copy", "json", "outbox")
     ),
 ]
 
 
 def prepare(db: Database) -> None:
     """The variants' tables and triggers, beside the watched table `tables.Database` made."""
-    for variant in VARIANTS[:4]:
+    for variant in VARIANTS[:-1]:
         db.conn.execute(f"CREATE TABLE {TABLE[variant]} ({COLUMNS})")
     for statement in SQLITE_SETUP if db.kind == "sqlite" else POSTGRES_SETUP:
         db.conn.execute(statement)

@@ -1,0 +1,55 @@
+#!/bin/bash
+# The server's side of a document write on PostgreSQL, without Python: pgbench calls
+# oncefire_set_document (the one-statement write, one function registered, so one delivery a
+# write) against a raw one-row INSERT of the same JSON, alternately, on a store migrated by this
+# checkout. With --schema-23-float it first puts back the float formatter of schemas 6 to 23
+# (not inlined), to measure migration 024 against it on the same server.
+#   bench/pg_server_write.sh [--schema-23-float] [rounds] [seconds]
+set -euo pipefail
+old_float=0
+if [ "${1:-}" = "--schema-23-float" ]; then old_float=1; shift; fi
+rounds=${1:-3}
+seconds=${2:-6}
+port=${BENCH_PG_PORT:-5432}
+db=oncefire_bench_server_write
+url="postgresql://postgres@127.0.0.1:$port/$db"
+psql=(psql -h 127.0.0.1 -p "$port" -U postgres -qAt)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"${psql[@]}" postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+python - "$url" <<'PY'
+import sys
+from oncefire import App
+app = App(sys.argv[1])
+@app.on_document_written("c/{id}")
+def fn(event): ...
+app.db.document("c/first").set({"a": 1})
+app.close()
+PY
+if [ "$old_float" = 1 ]; then
+    "${psql[@]}" "$db" -c "CREATE OR REPLACE FUNCTION oncefire_json_float(x double precision)
+        RETURNS text LANGUAGE sql IMMUTABLE AS \$\$ SELECT CASE WHEN t ~ '^-?[0-9]+\$'
+        THEN t || '.0' ELSE t END FROM (SELECT x::text AS t) AS s \$\$"
+fi
+"${psql[@]}" "$db" -c "CREATE TABLE raw_writes (k bigint PRIMARY KEY, data jsonb)"
+catalog=$("${psql[@]}" "$db" -c "SELECT version FROM oncefire_catalog")
+function=$("${psql[@]}" "$db" -c "SELECT name FROM oncefire_functions")
+cat > "$work/write.sql" <<SQL
+\set k random(1, 2000000000)
+SELECT oncefire_set_document(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM now()),
+    $catalog, gen_random_uuid()::text, 'document.created', 'document.updated',
+    '{$function}', '{$function}', NULL, NULL, 'oncefire', 50);
+SQL
+cat > "$work/raw.sql" <<SQL
+\set k random(1, 2000000000)
+INSERT INTO raw_writes VALUES (:k, '{"a":1}') ON CONFLICT DO NOTHING;
+SQL
+for round in $(seq "$rounds"); do
+    for script in raw write; do
+        "${psql[@]}" "$db" -c CHECKPOINT
+        ms=$(pgbench -n -h 127.0.0.1 -p "$port" -U postgres -T "$seconds" -f "$work/$script.sql" "$db" \
+            | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p')
+        echo "round $round $script: $ms ms a transaction"
+    done
+done
+"${psql[@]}" postgres -c "DROP DATABASE $db"

@@ -1,0 +1,3 @@
+-- oncefire schema 24: nothing to change on SQLite. PostgreSQL's schema 24 rewrites the float
+-- formatter of its one-statement document write so that it is inlined; SQLite writes a
+-- document from Python (documents.Transaction.set).
