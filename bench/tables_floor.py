@@ -9,6 +9,8 @@ The same one-statement INSERT ... SELECT of --bulk rows into five tables of the 
              table): the floor of any capture in a trigger;
     copy     the same with the row's values, copied into a table of the same columns: the
              floor of a capture that keeps the row without making JSON of it;
+    stamped  the copy with what a change needs beside the row: the database's time in ms
+             and the change's kind (on SQLite, once a row: its triggers are per row);
     json     the same plus building the row's JSON (json_object / to_jsonb);
     outbox   the same JSON row into a table shaped like oncefire's outbox (text primary key,
              the partial routing index), with a cheap id: what the outbox's indexes add;
@@ -29,9 +31,15 @@ from typing import Any
 from benchlib import BENCH, common_args, log, summarize, write_json
 from tables import Database, watch, with_transaction
 
-VARIANTS = ("none", "bare", "copy", "json", "outbox", "oncefire")
+VARIANTS = ("none", "bare", "copy", "stamped", "json", "outbox", "oncefire")
 TABLE = {v: f"t_floor_{v}" for v in VARIANTS} | {"oncefire": "t_bench_watched"}
-SINKS = ("floor_sink_bare", "floor_sink_copy", "floor_sink_json", "floor_sink_outbox")
+SINKS = (
+    "floor_sink_bare",
+    "floor_sink_copy",
+    "floor_sink_stamped",
+    "floor_sink_json",
+    "floor_sink_outbox",
+)
 COLUMNS = "id INTEGER PRIMARY KEY, status TEXT, amount INTEGER, note TEXT"
 
 SQLITE_JSON = (
@@ -40,6 +48,8 @@ SQLITE_JSON = (
 SQLITE_SETUP = [
     "CREATE TABLE floor_sink_bare (x INTEGER)",
     "CREATE TABLE floor_sink_copy (id INTEGER, status TEXT, amount INTEGER, note TEXT)",
+    "CREATE TABLE floor_sink_stamped (ms INTEGER, type TEXT, id INTEGER, status TEXT, "
+    "amount INTEGER, note TEXT)",
     "CREATE TABLE floor_sink_json (x INTEGER, data TEXT)",
     "CREATE TABLE floor_sink_outbox (id TEXT PRIMARY KEY, source TEXT NOT NULL, data TEXT NOT "
     "NULL, routing TEXT)",
@@ -49,6 +59,9 @@ SQLITE_SETUP = [
     "INSERT INTO floor_sink_bare VALUES (NEW.id); END",
     "CREATE TRIGGER floor_copy AFTER INSERT ON t_floor_copy BEGIN "
     "INSERT INTO floor_sink_copy VALUES (NEW.id, NEW.status, NEW.amount, NEW.note); END",
+    "CREATE TRIGGER floor_stamped AFTER INSERT ON t_floor_stamped BEGIN "
+    "INSERT INTO floor_sink_stamped VALUES (CAST((julianday('now') - 2440587.5) * 86400000 "
+    "AS INTEGER), 'row.inserted', NEW.id, NEW.status, NEW.amount, NEW.note); END",
     "CREATE TRIGGER floor_json AFTER INSERT ON t_floor_json BEGIN "
     f"INSERT INTO floor_sink_json VALUES (NEW.id, {SQLITE_JSON}); END",
     "CREATE TRIGGER floor_outbox AFTER INSERT ON t_floor_outbox BEGIN "
@@ -58,6 +71,8 @@ SQLITE_SETUP = [
 POSTGRES_SETUP = [
     "CREATE TABLE floor_sink_bare (x integer)",
     "CREATE TABLE floor_sink_copy (id integer, status text, amount integer, note text)",
+    "CREATE TABLE floor_sink_stamped (ms bigint, type text, id integer, status text, "
+    "amount integer, note text)",
     "CREATE TABLE floor_sink_json (x integer, data jsonb)",
     "CREATE TABLE floor_sink_outbox (id text PRIMARY KEY, source text NOT NULL, data jsonb NOT "
     "NULL, routing text)",
@@ -67,6 +82,10 @@ POSTGRES_SETUP = [
     "INSERT INTO floor_sink_bare SELECT id FROM new_rows; RETURN NULL; END $$",
     "CREATE FUNCTION floor_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "INSERT INTO floor_sink_copy SELECT * FROM new_rows; RETURN NULL; END $$",
+    "CREATE FUNCTION floor_stamped() RETURNS trigger LANGUAGE plpgsql AS $$ DECLARE ms bigint "
+    ":= floor(extract(epoch FROM clock_timestamp()) * 1000); BEGIN "
+    "INSERT INTO floor_sink_stamped SELECT ms, 'row.inserted', n.* FROM new_rows n; "
+    "RETURN NULL; END $$",
     "CREATE FUNCTION floor_json() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "INSERT INTO floor_sink_json SELECT id, to_jsonb(n) FROM new_rows n; RETURN NULL; END $$",
     "CREATE FUNCTION floor_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -75,7 +94,7 @@ POSTGRES_SETUP = [
     *(
         f"CREATE TRIGGER floor_{v} AFTER INSERT ON t_floor_{v} REFERENCING NEW TABLE AS "
         f"new_rows FOR EACH STATEMENT EXECUTE FUNCTION floor_{v}()"
-        for v in ("bare", "copy", "json", "outbox")
+        for v in ("bare", "copy", "stamped", "json", "outbox")
     ),
 ]
 
