@@ -5,6 +5,7 @@ only by TestClock."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,12 +94,15 @@ def test_ordering_document_delivers_each_rows_updates_in_event_order(
         assert [a for source, a in seen if source == row] == [10, 20, 30, 40]
 
 
-def test_updates_of_one_row_in_the_same_milliseconds_are_delivered_in_the_order_they_were_made(
-    app: App, writer: Writer, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("connections", [1, 2])
+def test_updates_of_one_row_are_delivered_in_the_order_they_were_made(
+    app: App, writer: Writer, store_url: str, monkeypatch: pytest.MonkeyPatch, connections: int
 ) -> None:
-    # Many updates a millisecond: their events' ids must keep the order of capture, as the
-    # time alone does not (schema 18's per-row trigger made those bits at random on PostgreSQL).
-    monkeypatch.setattr(keeper, "MOVE_BATCH", 7)
+    # Many updates a millisecond, from one application connection or two taking turns, with
+    # moves of a few changes at a time that empty the outbox between them: the events' ids
+    # must keep the order of capture, which the time alone does not (schema 18 made the bits
+    # after it at random on PostgreSQL, and of each connection's total_changes() on SQLite).
+    monkeypatch.setattr(keeper, "MOVE_BATCH", 3)
     seen: list[int] = []
 
     @app.on_row_updated("t_orders", columns=["amount"], ordering="document")
@@ -107,8 +111,22 @@ def test_updates_of_one_row_in_the_same_milliseconds_are_delivered_in_the_order_
 
     app.watch_tables()
     insert_orders(writer, 1)
-    for amount in range(100, 160):
-        writer.run("UPDATE t_orders SET amount = :a WHERE id = 1", {"a": amount})
+    other = make_writer("driver", store_url) if connections == 2 else writer
+    # Rows no function takes: they put the other connection's count of changes 50 ahead.
+    other.run_many(
+        "INSERT INTO t_orders (id, status, amount) VALUES (:id, 'new', 0)",
+        [{"id": i} for i in range(1000, 1050)],
+    )
+    try:
+        for amount in range(100, 160):
+            (writer if amount % 2 else other).run(
+                "UPDATE t_orders SET amount = :a WHERE id = 1", {"a": amount}
+            )
+            if amount % 7 == 0:
+                route_new(app.runtime)
+    finally:
+        if other is not writer:
+            other.close()
     assert app.drain().attempts == 60
     assert seen == list(range(100, 160))
 
@@ -245,4 +263,28 @@ def test_postgres_a_column_dropped_under_a_live_app_leaves_it_out_of_later_event
     finally:
         writer.run("DROP TABLE IF EXISTS t_orders")
         writer.close()
+        app.close()
+
+
+def test_sqlite_event_ids_keep_the_order_of_capture_when_the_changes_table_empties(
+    sqlite_url: str,
+) -> None:
+    # A rowid starts again at 1 once oncefire_row_changes is empty: the id of a change
+    # captured in the same millisecond after a move must still sort after the moved ones.
+    app = App(sqlite_url)
+    app.store.migrate()
+    conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    capture = (
+        "INSERT INTO oncefire_row_changes (ms, n, type, source, data) "
+        "VALUES (1796400000000, 0, 'row.updated', 't_orders/1', ?)"
+    )
+    try:
+        for batch in ((1, 2), (3,), (4, 5)):
+            for amount in batch:
+                conn.execute(capture, (f'{{"after": {{"amount": {amount}}}}}',))
+            assert app.store.move_row_changes(10) == len(batch)
+        rows = conn.execute("SELECT data FROM oncefire_events ORDER BY id").fetchall()
+        assert [json.loads(data)["after"]["amount"] for (data,) in rows] == [1, 2, 3, 4, 5]
+    finally:
+        conn.close()
         app.close()

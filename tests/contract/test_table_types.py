@@ -142,13 +142,20 @@ def test_postgres_timestamptz_is_written_in_utc_whatever_the_sessions_zone(
     try:
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE IF EXISTS t_zoned"))
-            conn.execute(sa.text("CREATE TABLE t_zoned (id integer PRIMARY KEY, at timestamptz, local timestamp)"))
+            conn.execute(
+                sa.text(
+                    "CREATE TABLE t_zoned (id integer PRIMARY KEY, at timestamptz, local timestamp)"
+                )
+            )
         app.watch_tables()
         with engine.begin() as conn:
-            conn.execute(sa.text("SET LOCAL TimeZone TO 'Asia/Kolkata'"))  # +05:30
-            conn.execute(sa.text("INSERT INTO t_zoned VALUES (1, '2026-12-01 10:36:07.5+05:30')"))
-            conn.execute(sa.text("INSERT INTO t_zoned VALUES (2, 'infinity', '-infinity'), (3, NULL, NULL)"))
-            conn.execute(sa.text("UPDATE t_zoned SET at = '2026-12-01 00:00:00-08:00' WHERE id = 3"))
+            for statement in (
+                "SET LOCAL TimeZone TO 'Asia/Kolkata'",  # +05:30
+                "INSERT INTO t_zoned VALUES (1, '2026-12-01 10:36:07.5+05:30')",
+                "INSERT INTO t_zoned VALUES (2, 'infinity', '-infinity'), (3, NULL, NULL)",
+                "UPDATE t_zoned SET at = '2026-12-01 00:00:00-08:00' WHERE id = 3",
+            ):
+                conn.execute(sa.text(statement))
         app.drain()
         assert sorted(seen, key=lambda row: row["id"]) == [
             {"id": 1, "at": "2026-12-01T05:06:07.5+00:00", "local": None},

@@ -39,6 +39,7 @@ class FunctionOps:
                 fixed = json.dumps(bytes_as_base64(json.loads(data)), ensure_ascii=False)
                 st.execute("set_row_change_data", {"seq": seq, "data": fixed})
             moved = st.count("move_row_changes", {"limit": limit})
+            st.execute("count_moved_row_changes", {"limit": limit})
             st.execute("forget_row_changes", {"limit": limit})
         return moved
 

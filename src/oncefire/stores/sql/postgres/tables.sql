@@ -76,6 +76,10 @@ SELECT NULL::bigint, NULL::text WHERE false;
 -- name: set_row_change_data
 SELECT %(seq)s, %(data)s WHERE false;
 
+-- name: count_moved_row_changes
+-- Nothing: seq is an identity, which never starts again (SQLite's rowid does).
+SELECT 1;
+
 -- name: forget_row_changes
 -- Nothing: move_row_changes deleted what it moved (SQLite's move takes two statements).
 SELECT 1;

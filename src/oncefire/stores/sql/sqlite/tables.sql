@@ -30,15 +30,25 @@ DELETE FROM oncefire_watched_tables WHERE name = :name;
 
 -- name: move_row_changes
 -- The oldest :limit row changes into the outbox, marked 'new' for routing: the id a UUIDv7 of
--- the capture's time, its next bits total_changes() (one statement's events go into the index
--- in order), then random ones that keep the ids of two connections apart.
+-- the capture's time, its next 26 bits the change's place in the order of capture (seq, plus
+-- the seq of the changes moved before the table last emptied, as a rowid starts again at 1 in
+-- an empty table: oncefire_row_changes_moved, migration 025), then random ones. So updates of
+-- one row in the same millisecond, from any connections, are routed in order (unless those
+-- bits wrap around between them, once in 67 million changes). Schema 18 made those bits of
+-- the capturing connection's total_changes(), which two connections do not share.
 INSERT INTO oncefire_events (id, type, source, time, data, size, routing)
-SELECT printf('%08x-%04x-7%03x-%04x-%012x', ms >> 16, ms & 65535, (n >> 14) & 4095,
-        (n & 16383) | 32768, random() & 281474976710655),
+SELECT printf('%08x-%04x-7%03x-%04x-%012x', ms >> 16, ms & 65535, ((m.moved + seq) >> 14) & 4095,
+        ((m.moved + seq) & 16383) | 32768, random() & 281474976710655),
     type, source, ms / 1000.0, data, length(CAST(data AS BLOB)), 'new'
-FROM oncefire_row_changes
+FROM oncefire_row_changes, oncefire_row_changes_moved AS m
 WHERE seq <= (SELECT max(seq) FROM (SELECT seq FROM oncefire_row_changes ORDER BY seq LIMIT :limit))
 ORDER BY seq;
+
+-- name: count_moved_row_changes
+-- Before a move that empties the table is forgotten: the next change's rowid will be 1 again.
+UPDATE oncefire_row_changes_moved SET moved = moved + (SELECT max(seq) FROM oncefire_row_changes)
+WHERE EXISTS (SELECT 1 FROM oncefire_row_changes)
+    AND (SELECT count(*) FROM (SELECT 1 FROM oncefire_row_changes LIMIT :limit + 1)) <= :limit;
 
 -- name: row_changes_with_bytes
 -- The changes the next move takes whose rows hold bytes (tagged by row_value).

@@ -1,0 +1,3 @@
+-- oncefire schema 25: nothing to change on PostgreSQL. SQLite's schema 25 keeps the order of
+-- capture in the ids of the events made from row changes across connections; PostgreSQL's
+-- changes have had an identity for it since schema 23.
