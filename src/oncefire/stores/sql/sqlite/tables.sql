@@ -7,8 +7,9 @@
 -- (migration 016), in the application's transaction: a table with no index but its rowid,
 -- so the write pays for no index of the outbox. The workers move the changes into
 -- oncefire_events, marked 'new', and route them (move_row_changes, docs/architecture.md).
--- The time is the database's clock (a trigger has no other), with total_changes(): the event
--- id is made from both when the change is moved.
+-- The time is the database's clock (a trigger has no other); the event id is made from it and
+-- the change's rowid when the change is moved. n, which schema 18 filled with total_changes(),
+-- is not read since schema 25: triggers made since write 0.
 
 -- name: table_columns
 SELECT name, type, pk FROM pragma_table_info(:table) ORDER BY cid;
@@ -71,7 +72,7 @@ DROP TRIGGER IF EXISTS {trigger};
 CREATE TRIGGER {trigger} AFTER INSERT ON {table}
 BEGIN
     INSERT INTO oncefire_row_changes (ms, n, type, source, data)
-    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), total_changes(),
+    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), 0,
         'row.inserted', {source_new},
         json_object('table', {name}, 'pk', json_object({pk_new}), 'before', NULL,
             'after', json_object({row_new})));
@@ -81,7 +82,7 @@ END;
 CREATE TRIGGER {trigger} AFTER UPDATE{update_of} ON {table} WHEN {changed}
 BEGIN
     INSERT INTO oncefire_row_changes (ms, n, type, source, data)
-    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), total_changes(),
+    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), 0,
         'row.updated', {source_new},
         json_object('table', {name}, 'pk', json_object({pk_new}),
             'before', json_object({row_old}), 'after', json_object({row_new})));
@@ -91,7 +92,7 @@ END;
 CREATE TRIGGER {trigger} AFTER DELETE ON {table}
 BEGIN
     INSERT INTO oncefire_row_changes (ms, n, type, source, data)
-    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), total_changes(),
+    VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), 0,
         'row.deleted', {source_old},
         json_object('table', {name}, 'pk', json_object({pk_old}),
             'before', json_object({row_old}), 'after', NULL));
