@@ -88,11 +88,12 @@ def test_a_full_disk_refuses_writes_clearly_and_work_resumes(store_dir: Path, fo
         assert produce(store, folder, "items", "record", 100).wait(60) == 0
         wait_for("the first items", lambda: unsettled(store) == 0, 60, workers.log)
         rows(store, "PRAGMA wal_checkpoint(TRUNCATE)")  # no room left in the write-ahead log
-        with open(filler, "wb") as f:  # fill the disk to the last byte
+        # Fill the disk to the last byte, unbuffered: a buffered file would fail again on close,
+        # flushing what the full disk refused.
+        with open(filler, "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)
-                    f.flush()
             except OSError:
                 pass
         error = failed_write(store)
