@@ -1,13 +1,24 @@
 #!/bin/bash
-# The server's side of a document write on PostgreSQL, without Python: pgbench calls
-# oncefire_set_document (the one-statement write, one function registered, so one delivery a
-# write) against a raw one-row INSERT of the same JSON, alternately, on a store migrated by this
-# checkout. With --schema-23-float it first puts back the float formatter of schemas 6 to 23
-# (not inlined), to measure migration 024 against it on the same server.
-#   bench/pg_server_write.sh [--schema-23-float] [rounds] [seconds]
+# The server's side of a document write on PostgreSQL, without Python: pgbench (prepared
+# statements) calls oncefire_set_document (the one-statement write, one function registered,
+# so one delivery a write) against a raw one-row INSERT of the same JSON, alternately, on a
+# store migrated by this checkout; and the same write with its pg_notify left out
+# (oncefire_set_document_quiet, made in the bench database only), which shows what waking the
+# workers from inside the write's transaction costs: PostgreSQL holds a database-wide lock from
+# a NOTIFY's commit to its end, so such commits do not share their WAL flushes.
+#   bench/pg_server_write.sh [--schema-23-float] [--clients N] [rounds] [seconds]
+# --schema-23-float first puts back the float formatter of schemas 6 to 23 (not inlined), to
+# measure migration 024 against it on the same server.
 set -euo pipefail
 old_float=0
-if [ "${1:-}" = "--schema-23-float" ]; then old_float=1; shift; fi
+clients=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --schema-23-float) old_float=1; shift ;;
+        --clients) clients=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 rounds=${1:-3}
 seconds=${2:-6}
 port=${BENCH_PG_PORT:-5432}
@@ -16,15 +27,32 @@ url="postgresql://postgres@127.0.0.1:$port/$db"
 psql=(psql -h 127.0.0.1 -p "$port" -U postgres -qAt)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${psql[@]}" postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+"${psql[@]}" postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" 2>/dev/null
 python - "$url" <<'PY'
+import re
 import sys
+
+import psycopg
+
 from oncefire import App
+
 app = App(sys.argv[1])
+
+
 @app.on_document_written("c/{id}")
 def fn(event): ...
+
+
 app.db.document("c/first").set({"a": 1})
 app.close()
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    (body,) = conn.execute(
+        "SELECT pg_get_functiondef('oncefire_set_document'::regproc)"
+    ).fetchone()
+    quiet = body.replace("oncefire_set_document(", "oncefire_set_document_quiet(", 1)
+    quiet, found = re.subn(r"PERFORM pg_notify\(.*?\);", "NULL;", quiet, flags=re.S)
+    assert found == 1, "the write's pg_notify was not found"
+    conn.execute(quiet)
 PY
 if [ "$old_float" = 1 ]; then
     "${psql[@]}" "$db" -c "CREATE OR REPLACE FUNCTION oncefire_json_float(x double precision)
@@ -34,22 +62,27 @@ fi
 "${psql[@]}" "$db" -c "CREATE TABLE raw_writes (k bigint PRIMARY KEY, data jsonb)"
 catalog=$("${psql[@]}" "$db" -c "SELECT version FROM oncefire_catalog")
 function=$("${psql[@]}" "$db" -c "SELECT name FROM oncefire_functions")
-cat > "$work/write.sql" <<SQL
+for name in oncefire_set_document oncefire_set_document_quiet; do
+    cat > "$work/$name.sql" <<SQL
 \set k random(1, 2000000000)
-SELECT oncefire_set_document(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM now()),
+SELECT $name(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM now()),
     $catalog, gen_random_uuid()::text, 'document.created', 'document.updated',
     '{$function}', '{$function}', NULL, NULL, 'oncefire', 50);
 SQL
+done
 cat > "$work/raw.sql" <<SQL
 \set k random(1, 2000000000)
 INSERT INTO raw_writes VALUES (:k, '{"a":1}') ON CONFLICT DO NOTHING;
 SQL
+echo "$clients client(s), ${seconds} s a measure"
 for round in $(seq "$rounds"); do
-    for script in raw write; do
+    for script in raw oncefire_set_document oncefire_set_document_quiet; do
         "${psql[@]}" "$db" -c CHECKPOINT
-        ms=$(pgbench -n -h 127.0.0.1 -p "$port" -U postgres -T "$seconds" -f "$work/$script.sql" "$db" \
-            | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p')
-        echo "round $round $script: $ms ms a transaction"
+        out=$(pgbench -n -M prepared -c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" \
+            -h 127.0.0.1 -p "$port" -U postgres -T "$seconds" -f "$work/$script.sql" "$db")
+        tps=$(sed -n 's/^tps = \([0-9]*\).*/\1/p' <<< "$out")
+        ms=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<< "$out")
+        echo "round $round $script: $tps transactions/s, $ms ms each"
     done
 done
 "${psql[@]}" postgres -c "DROP DATABASE $db"
