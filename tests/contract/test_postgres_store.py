@@ -119,10 +119,103 @@ def test_without_notifications_wait_polls_for_its_timeout(
 
 
 @pytest.mark.postgres
+def test_writes_notify_only_while_a_worker_sleeps(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A NOTIFY makes PostgreSQL's commits take turns (migration 026): without a sleeping
+    # worker a write sends none.
+    store = open_store()
+    admin.execute("LISTEN oncefire")
+    add_pending(store, 1)
+    assert list(admin.notifies(timeout=0.3)) == []
+    store.wait(0)  # the worker's first wait registers it as sleeping, and returns at once
+    assert sleepers(admin) == [store._listener.backend_pid]
+    add_pending(store, 1)
+    assert len(list(admin.notifies(timeout=2, stop_after=1))) == 1
+    # Working without a wait for STAY_REGISTERED seconds: it no longer sleeps.
+    monkeypatch.setattr(postgres_listener, "STAY_REGISTERED", 0.0)
+    lease(store, "w1", 10, {})
+    assert sleepers(admin) == []
+    add_pending(store, 1)
+    assert list(admin.notifies(timeout=0.3)) == []
+
+
+@pytest.mark.postgres
+def test_a_worker_registers_as_sleeping_only_after_the_writes_that_looked_before_it(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    postgres_store_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A write that found nobody asleep and has not committed yet holds the registration back
+    # until it commits: the worker's next look for work then sees what the write added.
+    store = awake_store(open_store, monkeypatch)
+    monkeypatch.setattr(postgres_listener, "REGISTER_WITHIN", "60s")  # no give-up here
+    with psycopg.connect(postgres_store_url) as writer:
+        writer.execute("SELECT oncefire_wake('oncefire', '')")  # looked: nobody sleeps
+        waiting = threading.Thread(target=store.wait, args=(0,))
+        waiting.start()
+        wait_for_lock_wait(admin)
+        assert sleepers(admin) == []
+        writer.commit()
+        waiting.join()
+    assert sleepers(admin) == [store._listener.backend_pid]
+
+
+@pytest.mark.postgres
+def test_a_registration_that_would_hold_writes_back_gives_up_and_the_worker_polls(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    postgres_store_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = awake_store(open_store, monkeypatch)
+    with psycopg.connect(postgres_store_url) as writer:
+        writer.execute("SELECT oncefire_wake('oncefire', '')")  # an open write, for long
+        started = time.monotonic()
+        store.wait(0.3)  # the lock_timeout ends the registration; the wait is a plain poll
+        assert time.monotonic() - started >= 0.25
+        assert sleepers(admin) == []
+    store.wait(0)
+    assert sleepers(admin) == [store._listener.backend_pid]
+
+
+def awake_store(
+    open_store: Callable[..., PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> PostgresStore:
+    """A store whose listening connection is open and that does not sleep (it worked)."""
+    store = open_store()
+    store.wait(0)
+    monkeypatch.setattr(postgres_listener, "STAY_REGISTERED", 0.0)
+    store._listener.working()
+    return store
+
+
+def sleepers(admin: psycopg.Connection[tuple[object, ...]]) -> list[object]:
+    return [pid for (pid,) in admin.execute("SELECT pid FROM oncefire_sleepers ORDER BY pid")]
+
+
+def wait_for_lock_wait(admin: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Until some session waits for an advisory lock (a registration behind a write)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone()
+        if row and row[0]:
+            return
+        time.sleep(0.01)
+    raise AssertionError("no registration waited for the open write")
+
+
+@pytest.mark.postgres
 def test_notifications_carry_delivery_ids_and_only_for_work_due_now(
     open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
 ) -> None:
     store = open_store()
+    store.wait(0)  # a worker sleeps: writes notify (test_writes_notify_only_while_a_worker_sleeps)
     admin.execute("LISTEN oncefire")
     add_pending(store, 1)
     [note] = admin.notifies(timeout=2, stop_after=1)
@@ -261,9 +354,9 @@ def test_concurrent_first_use_migrates_once(
     scripts = " ".join(script for _, script in migrations.load("postgres"))
     created: set[str] = set()
     for verb, name in re.findall(
-        r"(CREATE|DROP) TABLE (?:IF (?:NOT )?EXISTS )?(\w+)", scripts, re.I
+        r"(CREATE(?: UNLOGGED)?|DROP) TABLE (?:IF (?:NOT )?EXISTS )?(\w+)", scripts, re.I
     ):
-        if verb.upper() == "CREATE":
+        if verb.upper().startswith("CREATE"):
             created.add(name)
         else:
             created.discard(name)

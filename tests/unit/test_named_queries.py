@@ -50,8 +50,10 @@ def test_every_notification_uses_the_listened_channel() -> None:
 
     loaded = queries.load("postgres")
     assert loaded["listen"] == f"LISTEN {CHANNEL}"
-    notifying = [sql for sql in loaded.values() if "pg_notify" in sql]
+    # Statements wake workers through oncefire_wake (migration 026), which sends pg_notify.
+    assert not [sql for sql in loaded.values() if "pg_notify" in sql]
+    notifying = [sql for sql in loaded.values() if "oncefire_wake" in sql]
     assert notifying
     for sql in notifying:
-        assert set(re.findall(r"pg_notify\('([a-z]+)'", sql)) == {CHANNEL}
+        assert set(re.findall(r"oncefire_wake\('([a-z]+)'", sql)) == {CHANNEL}
         assert set(re.findall(r"count\(\*\) <= (\d+)", sql)) <= {str(MAX_NOTIFY_IDS)}

@@ -238,6 +238,7 @@ class PostgresStore(SqlStore):
         one only alone, see Store.lease_due)."""
         if not functions or limit <= 0 or (delivery_ids is not None and not delivery_ids):
             return []
+        self._listener.working()
         offset = self.database_clock.offset()
         rated = {f: r for f, r in (rates or {}).items() if f in functions}
         args: dict[str, Any] = {
@@ -388,5 +389,5 @@ class PostgresStore(SqlStore):
         return _expired(self._pooled.fetch("take_expired_leases", args), now)
 
     def wait(self, timeout: float) -> None:
-        """Sleep up to timeout, returning early on a NOTIFY of new work."""
+        """Sleep up to timeout, returning early on a NOTIFY of new work (postgres_listener)."""
         self._listener.wait(timeout)

@@ -1,4 +1,11 @@
-"""Wake idle workers when work arrives: LISTEN on one connection of its own, polling behind it."""
+"""Wake idle workers when work arrives: LISTEN on one connection of its own, polling behind it.
+
+Writes notify only while some worker sleeps (oncefire_wake, migration 026): a NOTIFY makes
+PostgreSQL's commits take turns. A worker's first wait after work registers it as sleeping, on
+its LISTEN connection, and returns at once, so that the worker looks for work once more: what
+was written before the registration is visible by then, and later writes notify. After
+STAY_REGISTERED seconds of work without a wait, it is forgotten again (working()).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from oncefire.stores.postgres_pool import CONNECT_TIMEOUT, connect_options
 from oncefire.stores.postgres_statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
+STAY_REGISTERED = 1.0  # seconds of work without a wait before a worker no longer sleeps
+REGISTER_WITHIN = "100ms"  # how long a registration waits for the writes that hold its lock
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +36,8 @@ class Listener:
         self._lock = threading.Lock()
         self._retry_at = 0.0
         self._is_lost = False  # the connection dropped or could not be opened since it worked
+        self._is_sleeper = False  # registered in oncefire_sleepers on the open connection
+        self._last_wait = 0.0
 
     @property
     def backend_pid(self) -> int | None:
@@ -42,6 +53,11 @@ class Listener:
             return  # another thread is listening; its wake-up is as good as ours
         try:
             conn, is_new = self._connection()
+            self._last_wait = time.monotonic()
+            if conn is not None and not self._is_sleeper:
+                self._is_sleeper = self._register(conn)
+                # Writes that did not find it asleep are visible now: look for work once more.
+                is_new = is_new or self._is_sleeper
             if is_new:
                 return  # notifications sent while nobody listened are lost: look for work now
             if conn is not None:
@@ -60,6 +76,40 @@ class Listener:
         left = deadline - time.monotonic()
         if left > 0:
             time.sleep(left)  # no listening connection: a plain poll
+
+    def _register(self, conn: Connection) -> bool:
+        """Register as sleeping; False if the lock could not be had soon (writes were holding
+        it) or the connection failed: the caller then polls, and registers at its next wait."""
+        sql = queries.load("postgres")
+        try:
+            with conn.transaction():
+                conn.execute(sql["sleepers_lock_timeout"], {"timeout": REGISTER_WITHIN})
+                conn.execute(sql["lock_sleepers"])
+                conn.execute(sql["register_sleeper"])
+        except psycopg.errors.LockNotAvailable:
+            return False
+        except psycopg.Error as exc:
+            self._drop()
+            self._lost(exc)
+            return False
+        return True
+
+    def working(self) -> None:
+        """Forget this worker's sleep once it has worked STAY_REGISTERED seconds without a
+        wait: writes need not wake it, and notify no more if no other worker sleeps."""
+        if not self._is_sleeper or time.monotonic() - self._last_wait < STAY_REGISTERED:
+            return
+        if not self._lock.acquire(blocking=False):
+            return  # another thread is waiting: this process still sleeps
+        try:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.execute(queries.load("postgres")["forget_sleeper"])
+            self._is_sleeper = False
+        except psycopg.Error as exc:
+            self._drop()
+            self._lost(exc)
+        finally:
+            self._lock.release()
 
     def _connection(self) -> tuple[Connection | None, bool]:
         """The listening connection and whether it is new; None while the server is away."""
@@ -116,6 +166,7 @@ class Listener:
         if self._conn is not None:
             self._conn.close()
         self._conn = None
+        self._is_sleeper = False  # its row goes with its connection (register_sleeper)
 
     def close(self) -> None:
         """Close the listening connection (a later wait() opens a new one)."""

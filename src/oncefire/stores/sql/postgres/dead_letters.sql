@@ -43,7 +43,7 @@ WITH d AS (
         AND (NOT %(has_ids)s OR d.id = ANY(%(ids)s::bigint[]))
     RETURNING d.id
 ), n AS (
-    SELECT pg_notify('oncefire', CASE WHEN count(*) <= 50
+    SELECT oncefire_wake('oncefire', CASE WHEN count(*) <= 50
         THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)
     FROM d HAVING count(*) > 0
 )

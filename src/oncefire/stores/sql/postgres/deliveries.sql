@@ -1,7 +1,7 @@
 -- Deliveries: leasing due ones, ending them with their attempt's row, renewing, rescuing.
 -- An attempt's row is written once, when it ends, from what its delivery tells of it.
--- Statements that make work due wake listening workers: pg_notify('oncefire', ids), with an
--- empty payload past 50 ids.
+-- Statements that make work due wake sleeping workers: oncefire_wake('oncefire', ids)
+-- (migration 026), with an empty payload past 50 ids.
 
 -- name: no_bitmap_scans
 -- Walk the due index in (run_at, id) order and stop at LIMIT. Right after a bulk write,
@@ -215,7 +215,7 @@ WITH d AS (
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
 )
-SELECT id, CASE WHEN %(is_due)s THEN pg_notify('oncefire', id::text) END FROM d;
+SELECT id, CASE WHEN %(is_due)s THEN oncefire_wake('oncefire', id::text) END FROM d;
 
 -- name: end_dead
 -- A cut payload (%(truncated)s not NULL) replaces the event's: the full one is not kept once
@@ -293,7 +293,7 @@ WITH d AS (
     WHERE d.id = l.id AND d.lease_token = l.token
     RETURNING d.id
 )
-SELECT count(*), pg_notify('oncefire', CASE WHEN count(*) <= 50
+SELECT count(*), oncefire_wake('oncefire', CASE WHEN count(*) <= 50
     THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)
 FROM d HAVING count(*) > 0;
 

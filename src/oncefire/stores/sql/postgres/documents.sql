@@ -55,7 +55,7 @@ WITH e AS (
 )
 SELECT (SELECT count(*) FROM e), n.notified FROM (SELECT 1) AS one
 LEFT JOIN (
-    SELECT pg_notify('oncefire', CASE WHEN count(*) <= 50
+    SELECT oncefire_wake('oncefire', CASE WHEN count(*) <= 50
         THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)
     FROM added HAVING count(*) > 0
 ) AS n (notified) ON true;
@@ -72,7 +72,7 @@ WITH added AS (
     FROM unnest(%(names)s::text[]) WITH ORDINALITY AS f (name, n) ORDER BY f.n
     RETURNING id
 )
-SELECT array_agg(id ORDER BY id), pg_notify('oncefire', CASE WHEN count(*) <= 50
+SELECT array_agg(id ORDER BY id), oncefire_wake('oncefire', CASE WHEN count(*) <= 50
     THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)
 FROM added HAVING count(*) > 0;
 

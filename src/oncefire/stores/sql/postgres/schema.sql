@@ -14,8 +14,33 @@ SELECT max(version) FROM oncefire_schema;
 INSERT INTO oncefire_schema (version) VALUES (%(version)s);
 
 -- name: listen
--- The channel every pg_notify of these files names.
+-- The channel every oncefire_wake of these files names.
 LISTEN oncefire;
+
+-- The sleeping workers, whom writes notify (oncefire_wake, migration 026). A worker registers
+-- on its LISTEN connection, in one transaction: the lock waits for the statements that looked
+-- for sleepers before and are not committed yet (their work is then visible to the worker's
+-- next look), and gives up after lock_timeout (the worker polls meanwhile) rather than keep
+-- writes waiting behind it.
+
+-- name: sleepers_lock_timeout
+SELECT set_config('lock_timeout', %(timeout)s, true);
+
+-- name: lock_sleepers
+SELECT pg_advisory_xact_lock(hashtext('oncefire'), hashtext('oncefire_sleepers'));
+
+-- name: register_sleeper
+-- Also forgets the rows of connections that are gone (a worker that was killed).
+WITH gone AS (
+    DELETE FROM oncefire_sleepers WHERE pid NOT IN (SELECT pid FROM pg_stat_activity)
+)
+INSERT INTO oncefire_sleepers (pid, since)
+VALUES (pg_backend_pid(), extract(epoch FROM clock_timestamp()))
+ON CONFLICT (pid) DO UPDATE SET since = excluded.since;
+
+-- name: forget_sleeper
+-- A worker busy for a while: writes need not wake it.
+DELETE FROM oncefire_sleepers WHERE pid = pg_backend_pid();
 
 -- name: backend_pid
 SELECT pg_backend_pid();

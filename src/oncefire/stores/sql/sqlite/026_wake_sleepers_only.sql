@@ -1,0 +1,3 @@
+-- oncefire schema 26: nothing to change on SQLite. PostgreSQL's schema 26 has writes notify
+-- the workers only while one sleeps (a NOTIFY makes PostgreSQL's commits take turns). A SQLite
+-- worker is woken by the file's own writes (inotify on the WAL), which cost the writer nothing.
