@@ -2,10 +2,10 @@
 # The server's side of a document write on PostgreSQL, without Python: pgbench (prepared
 # statements) calls oncefire_set_document (the one-statement write, one function registered,
 # so one delivery a write) against a raw one-row INSERT of the same JSON, alternately, on a
-# store migrated by this checkout; and the same write with its pg_notify left out
-# (oncefire_set_document_quiet, made in the bench database only), which shows what waking the
-# workers from inside the write's transaction costs: PostgreSQL holds a database-wide lock from
-# a NOTIFY's commit to its end, so such commits do not share their WAL flushes.
+# store migrated by this checkout: the write while no worker sleeps, and while one does (a row
+# in oncefire_sleepers), when it notifies. PostgreSQL holds a database-wide lock from a
+# notifying transaction's commit to its end, so such commits do not share their WAL flushes
+# (migration 026: writes notify only while a worker sleeps).
 #   bench/pg_server_write.sh [--schema-23-float] [--clients N] [rounds] [seconds]
 # --schema-23-float first puts back the float formatter of schemas 6 to 23 (not inlined), to
 # measure migration 024 against it on the same server.
@@ -29,10 +29,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "${psql[@]}" postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" 2>/dev/null
 python - "$url" <<'PY'
-import re
 import sys
-
-import psycopg
 
 from oncefire import App
 
@@ -45,14 +42,6 @@ def fn(event): ...
 
 app.db.document("c/first").set({"a": 1})
 app.close()
-with psycopg.connect(sys.argv[1], autocommit=True) as conn:
-    (body,) = conn.execute(
-        "SELECT pg_get_functiondef('oncefire_set_document'::regproc)"
-    ).fetchone()
-    quiet = body.replace("oncefire_set_document(", "oncefire_set_document_quiet(", 1)
-    quiet, found = re.subn(r"PERFORM pg_notify\(.*?\);", "NULL;", quiet, flags=re.S)
-    assert found == 1, "the write's pg_notify was not found"
-    conn.execute(quiet)
 PY
 if [ "$old_float" = 1 ]; then
     "${psql[@]}" "$db" -c "CREATE OR REPLACE FUNCTION oncefire_json_float(x double precision)
@@ -62,27 +51,31 @@ fi
 "${psql[@]}" "$db" -c "CREATE TABLE raw_writes (k bigint PRIMARY KEY, data jsonb)"
 catalog=$("${psql[@]}" "$db" -c "SELECT version FROM oncefire_catalog")
 function=$("${psql[@]}" "$db" -c "SELECT name FROM oncefire_functions")
-for name in oncefire_set_document oncefire_set_document_quiet; do
-    cat > "$work/$name.sql" <<SQL
+cat > "$work/write.sql" <<SQL
 \set k random(1, 2000000000)
-SELECT $name(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM now()),
+SELECT oncefire_set_document(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM now()),
     $catalog, gen_random_uuid()::text, 'document.created', 'document.updated',
     '{$function}', '{$function}', NULL, NULL, 'oncefire', 50);
 SQL
-done
 cat > "$work/raw.sql" <<SQL
 \set k random(1, 2000000000)
 INSERT INTO raw_writes VALUES (:k, '{"a":1}') ON CONFLICT DO NOTHING;
 SQL
 echo "$clients client(s), ${seconds} s a measure"
+sleeping="INSERT INTO oncefire_sleepers VALUES (0, 0)"  # a worker asleep, as far as writes see
 for round in $(seq "$rounds"); do
-    for script in raw oncefire_set_document oncefire_set_document_quiet; do
-        "${psql[@]}" "$db" -c CHECKPOINT
+    for measure in raw write write_while_one_sleeps; do
+        "${psql[@]}" "$db" -c "DELETE FROM oncefire_sleepers" -c CHECKPOINT
+        script=$measure
+        if [ "$measure" = write_while_one_sleeps ]; then
+            "${psql[@]}" "$db" -c "$sleeping"
+            script=write
+        fi
         out=$(pgbench -n -M prepared -c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" \
             -h 127.0.0.1 -p "$port" -U postgres -T "$seconds" -f "$work/$script.sql" "$db")
         tps=$(sed -n 's/^tps = \([0-9]*\).*/\1/p' <<< "$out")
         ms=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<< "$out")
-        echo "round $round $script: $tps transactions/s, $ms ms each"
+        echo "round $round $measure: $tps transactions/s, $ms ms each"
     done
 done
 "${psql[@]}" postgres -c "DROP DATABASE $db"
