@@ -152,20 +152,20 @@ def test_a_worker_registers_as_sleeping_only_after_the_writes_that_looked_before
     # A write that found nobody asleep and has not committed yet holds the registration back
     # until it commits: the worker's next look for work then sees what the write added.
     store = awake_store(open_store, monkeypatch)
-    monkeypatch.setattr(postgres_listener, "REGISTER_WITHIN", "60s")  # no give-up here
+    monkeypatch.setattr(postgres_listener, "REGISTER_TRIES", 10**6)  # no give-up here
     with psycopg.connect(postgres_store_url) as writer:
         writer.execute("SELECT oncefire_wake('oncefire', '')")  # looked: nobody sleeps
         waiting = threading.Thread(target=store.wait, args=(0,))
         waiting.start()
-        wait_for_lock_wait(admin)
-        assert sleepers(admin) == []
+        time.sleep(0.3)  # the registration tries its lock meanwhile
+        assert sleepers(admin) == [] and waiting.is_alive()
         writer.commit()
         waiting.join()
     assert sleepers(admin) == [store._listener.backend_pid]
 
 
 @pytest.mark.postgres
-def test_a_registration_that_would_hold_writes_back_gives_up_and_the_worker_polls(
+def test_a_registration_that_writes_hold_back_gives_up_and_the_worker_polls(
     open_store: Callable[..., PostgresStore],
     admin: psycopg.Connection[tuple[object, ...]],
     postgres_store_url: str,
@@ -175,7 +175,13 @@ def test_a_registration_that_would_hold_writes_back_gives_up_and_the_worker_poll
     with psycopg.connect(postgres_store_url) as writer:
         writer.execute("SELECT oncefire_wake('oncefire', '')")  # an open write, for long
         started = time.monotonic()
-        store.wait(0.3)  # the lock_timeout ends the registration; the wait is a plain poll
+        waiting = threading.Thread(target=store.wait, args=(0.3,))
+        waiting.start()
+        time.sleep(0.05)  # it tries its lock meanwhile, and only tries: no write waits behind it
+        assert admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone() == (0,)
+        waiting.join()  # its tries ended; the rest of the wait was a plain poll
         assert time.monotonic() - started >= 0.25
         assert sleepers(admin) == []
     store.wait(0)
@@ -195,19 +201,6 @@ def awake_store(
 
 def sleepers(admin: psycopg.Connection[tuple[object, ...]]) -> list[object]:
     return [pid for (pid,) in admin.execute("SELECT pid FROM oncefire_sleepers ORDER BY pid")]
-
-
-def wait_for_lock_wait(admin: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Until some session waits for an advisory lock (a registration behind a write)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        row = admin.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        ).fetchone()
-        if row and row[0]:
-            return
-        time.sleep(0.01)
-    raise AssertionError("no registration waited for the open write")
 
 
 @pytest.mark.postgres

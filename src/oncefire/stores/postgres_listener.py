@@ -21,7 +21,10 @@ from oncefire.stores.postgres_statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
 STAY_REGISTERED = 1.0  # seconds of work without a wait before a worker no longer sleeps
-REGISTER_WITHIN = "100ms"  # how long a registration waits for the writes that hold its lock
+# A registration tries its lock this many times, REGISTER_PAUSE seconds apart, while writes
+# that looked for sleepers hold it; then the worker polls, and tries again at its next wait.
+REGISTER_TRIES = 50
+REGISTER_PAUSE = 0.002
 
 log = logging.getLogger(__name__)
 
@@ -78,21 +81,18 @@ class Listener:
             time.sleep(left)  # no listening connection: a plain poll
 
     def _register(self, conn: Connection) -> bool:
-        """Register as sleeping; False if the lock could not be had soon (writes were holding
-        it) or the connection failed: the caller then polls, and registers at its next wait."""
-        sql = queries.load("postgres")
+        """Register as sleeping; False if writes held its lock all the while, or the
+        connection failed: the caller then polls, and registers at its next wait."""
+        sql = queries.load("postgres")["register_sleeper"]
         try:
-            with conn.transaction():
-                conn.execute(sql["sleepers_lock_timeout"], {"timeout": REGISTER_WITHIN})
-                conn.execute(sql["lock_sleepers"])
-                conn.execute(sql["register_sleeper"])
-        except psycopg.errors.LockNotAvailable:
-            return False
+            for _ in range(REGISTER_TRIES):
+                if conn.execute(sql).fetchone() is not None:
+                    return True
+                time.sleep(REGISTER_PAUSE)
         except psycopg.Error as exc:
             self._drop()
             self._lost(exc)
-            return False
-        return True
+        return False
 
     def working(self) -> None:
         """Forget this worker's sleep once it has worked STAY_REGISTERED seconds without a

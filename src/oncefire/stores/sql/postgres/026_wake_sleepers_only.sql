@@ -7,9 +7,9 @@
 -- notification (they look for work again after each batch), so a write now notifies only
 -- while some worker is registered as sleeping (oncefire_sleepers; postgres_listener.py).
 --
--- No wake-up is lost: a worker registers under the exclusive form of the advisory lock that
--- every waking statement takes in its shared form until it commits. So the registration
--- waits for the statements that looked for sleepers before it, and the worker's look for
+-- No wake-up is lost: a worker registers only while it holds the exclusive form of the
+-- advisory lock that every waking statement takes in its shared form until it commits. So
+-- the statements that looked for sleepers before have committed, and the worker's look for
 -- work after it sees what they added; a statement that looks after it finds the worker.
 
 -- A sleeping worker, by the server process of its LISTEN connection. Unlogged: it is a

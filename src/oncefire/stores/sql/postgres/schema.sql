@@ -17,26 +17,25 @@ INSERT INTO oncefire_schema (version) VALUES (%(version)s);
 -- The channel every oncefire_wake of these files names.
 LISTEN oncefire;
 
--- The sleeping workers, whom writes notify (oncefire_wake, migration 026). A worker registers
--- on its LISTEN connection, in one transaction: the lock waits for the statements that looked
--- for sleepers before and are not committed yet (their work is then visible to the worker's
--- next look), and gives up after lock_timeout (the worker polls meanwhile) rather than keep
--- writes waiting behind it.
-
--- name: sleepers_lock_timeout
-SELECT set_config('lock_timeout', %(timeout)s, true);
-
--- name: lock_sleepers
-SELECT pg_advisory_xact_lock(hashtext('oncefire'), hashtext('oncefire_sleepers'));
+-- The sleeping workers, whom writes notify (oncefire_wake, migration 026).
 
 -- name: register_sleeper
--- Also forgets the rows of connections that are gone (a worker that was killed).
-WITH gone AS (
-    DELETE FROM oncefire_sleepers WHERE pid NOT IN (SELECT pid FROM pg_stat_activity)
+-- A worker registers on its LISTEN connection once it holds the exclusive form of the lock
+-- every waking statement holds shared until it commits: the statements that looked for
+-- sleepers before have committed by then (their work is visible to the worker's next look),
+-- and those that look later find it. Only tried (the caller tries again a while), so that no
+-- write ever waits behind a registration; nothing is written without the lock. Also forgets
+-- the rows of connections that are gone (a worker that was killed).
+WITH locked AS (
+    SELECT pg_try_advisory_xact_lock(hashtext('oncefire'), hashtext('oncefire_sleepers')) AS ok
+), gone AS (
+    DELETE FROM oncefire_sleepers
+    WHERE (SELECT ok FROM locked) AND pid NOT IN (SELECT pid FROM pg_stat_activity)
 )
 INSERT INTO oncefire_sleepers (pid, since)
-VALUES (pg_backend_pid(), extract(epoch FROM clock_timestamp()))
-ON CONFLICT (pid) DO UPDATE SET since = excluded.since;
+SELECT pg_backend_pid(), extract(epoch FROM clock_timestamp()) FROM locked WHERE ok
+ON CONFLICT (pid) DO UPDATE SET since = excluded.since
+RETURNING pid;
 
 -- name: forget_sleeper
 -- A worker busy for a while: writes need not wake it.
