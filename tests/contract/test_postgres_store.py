@@ -155,12 +155,12 @@ def test_a_worker_registers_as_sleeping_only_after_the_writes_that_looked_before
     monkeypatch.setattr(postgres_listener, "REGISTER_TRIES", 10**6)  # no give-up here
     with psycopg.connect(postgres_store_url) as writer:
         writer.execute("SELECT oncefire_wake('oncefire', '')")  # looked: nobody sleeps
-        waiting = threading.Thread(target=store.wait, args=(0,))
+        waiting = threading.Thread(target=store.wait, args=(NEVER,))
         waiting.start()
         time.sleep(0.3)  # the registration tries its lock meanwhile
         assert sleepers(admin) == [] and waiting.is_alive()
         writer.commit()
-        waiting.join()
+        waiting.join()  # registered, it returned at once: a look for work comes next
     assert sleepers(admin) == [store._listener.backend_pid]
 
 

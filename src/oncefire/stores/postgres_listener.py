@@ -21,8 +21,9 @@ from oncefire.stores.postgres_statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
 STAY_REGISTERED = 1.0  # seconds of work without a wait before a worker no longer sleeps
-# A registration tries its lock this many times, REGISTER_PAUSE seconds apart, while writes
-# that looked for sleepers hold it; then the worker polls, and tries again at its next wait.
+# A registration tries its lock this many times, REGISTER_PAUSE seconds apart (within the
+# wait's timeout), while writes that looked for sleepers hold it; then the worker polls, and
+# tries again at its next wait.
 REGISTER_TRIES = 50
 REGISTER_PAUSE = 0.002
 
@@ -58,14 +59,15 @@ class Listener:
             conn, is_new = self._connection()
             self._last_wait = time.monotonic()
             if conn is not None and not self._is_sleeper:
-                self._is_sleeper = self._register(conn)
+                self._is_sleeper = self._register(conn, deadline)
                 # Writes that did not find it asleep are visible now: look for work once more.
                 is_new = is_new or self._is_sleeper
             if is_new:
                 return  # notifications sent while nobody listened are lost: look for work now
             if conn is not None:
                 try:
-                    for _ in conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                    left = max(deadline - time.monotonic(), 0.0)
+                    for _ in conn.notifies(timeout=left, stop_after=1):
                         pass
                     for _ in conn.notifies(timeout=0.0):  # those already queued count as one
                         pass
@@ -80,14 +82,17 @@ class Listener:
         if left > 0:
             time.sleep(left)  # no listening connection: a plain poll
 
-    def _register(self, conn: Connection) -> bool:
-        """Register as sleeping; False if writes held its lock all the while, or the
-        connection failed: the caller then polls, and registers at its next wait."""
+    def _register(self, conn: Connection, deadline: float) -> bool:
+        """Register as sleeping, trying until the wait's deadline at most (once at least);
+        False if writes held its lock all the while, or the connection failed: the caller
+        then polls, and registers at its next wait."""
         sql = queries.load("postgres")["register_sleeper"]
         try:
             for _ in range(REGISTER_TRIES):
                 if conn.execute(sql).fetchone() is not None:
                     return True
+                if time.monotonic() + REGISTER_PAUSE >= deadline:
+                    break
                 time.sleep(REGISTER_PAUSE)
         except psycopg.Error as exc:
             self._drop()
