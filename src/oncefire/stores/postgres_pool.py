@@ -31,6 +31,8 @@ POOL_TIMEOUT = 5.0  # seconds to wait for a free connection before the call fail
 RECONNECT_TIMEOUT = 5.0  # a lost connection is retried this long, then on the next demand
 CONNECT_TIMEOUT = 5  # seconds (libpq counts whole seconds)
 SQL = queries.load("postgres")
+# The settings a batch's BEGIN makes (begin_turn), which its statements need not make again.
+TURN_SETTINGS = frozenset({SQL["no_bitmap_scans"]})
 
 
 def failure(exc: psycopg.Error) -> OncefireError:
@@ -137,7 +139,7 @@ class Pool:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.transaction("begin_bounded") as conn:
+        with self.transaction("begin_turn") as conn:
             self._local.conn = conn
             try:
                 yield
@@ -242,8 +244,11 @@ class Pool:
     def run_with(self, setting: str, query: str, args: dict[str, Any]) -> list[Any]:
         """The rows of one statement run after a SET LOCAL statement, in a transaction of its
         own: BEGIN, the setting, the statement and COMMIT go in one pipeline, one round trip.
-        Inside batch(), the setting and the statement go in one round trip."""
+        Inside batch(), the setting and the statement go in one round trip, or the statement
+        alone when the batch's BEGIN made the setting (begin_turn)."""
         joined: Connection | None = getattr(self._local, "conn", None)
+        if joined is not None and setting in TURN_SETTINGS:
+            return self.run(query, args)
         if joined is not None:
             try:
                 faults.before(query)

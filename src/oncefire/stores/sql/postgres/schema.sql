@@ -53,12 +53,19 @@ BEGIN;
 -- its machine paused). The server then ends that session, and the locks it held (a capped
 -- function's, rows of a delivery) no longer stall every other worker; the frozen process
 -- finds its connection gone when it resumes, and its transaction was rolled back.
--- Its statements take the plan the session keeps (generic) once psycopg prepares them: each
--- has one shape whatever its values, and left to choose, PostgreSQL plans the completion
--- again on every call (its custom plan looks cheaper for one delivery than the generic one
--- for an unknown number), 0.3 ms of the server's time an event when each is committed alone.
+BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5s';
+
+-- name: begin_turn
+-- A worker's turn (store.batch(): the attempts that ended, the lease, the marks), bounded as
+-- begin_bounded, in one round trip with the settings its statements want:
+-- - the plan the session keeps (generic) once psycopg prepares a statement: each has one
+--   shape whatever its values, and left to choose, PostgreSQL plans the completion again on
+--   every call (its custom plan for one delivery looks cheaper than the generic one for an
+--   unknown number): 0.3 ms of the server's time an event when each is committed alone;
+-- - no_bitmap_scans, which the lease wants (deliveries.sql).
 BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL plan_cache_mode = force_generic_plan;
+SET LOCAL enable_bitmapscan = off;
 
 -- name: begin_snapshot
 -- A read-only transaction that sees one moment of the database.
