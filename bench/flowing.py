@@ -110,7 +110,9 @@ def phase(
     return start_at, [pipe.recv() for pipe in pipes]
 
 
-def one_run(t: Target, producers: int, window: float, share: float, run: int) -> dict[str, Any]:
+def one_run(
+    t: Target, producers: int, window: float, share: float, run: int, rate: float | None = None
+) -> dict[str, Any]:
     reset(t)
     app = workload.build(t.url, FUNCTION)
     app.store  # noqa: B018 - the schema, before the workers start
@@ -149,7 +151,8 @@ def one_run(t: Target, producers: int, window: float, share: float, run: int) ->
                 "seconds_to_run_what_was_left": lag,
             }
             full["keep_up"] = full["end_to_end_rate"] / producer_rate
-            rate_each = share * producer_rate / producers
+            paced_rate = share * producer_rate if rate is None else rate
+            rate_each = paced_rate / producers
             _, reports = phase(pipes, "paced", window, rate_each, f"s{run}-")
             keys = [
                 (f"p{i}-s{run}-{n}", stamp)
@@ -172,7 +175,7 @@ def one_run(t: Target, producers: int, window: float, share: float, run: int) ->
     samples = [(starts.stamps[k] - c) * 1000 for k, c in keys[skip:] if k in starts.stamps]
     missing = len(keys) - skip - len(samples)
     paced = {
-        "target_rate": share * producer_rate,
+        "target_rate": paced_rate,
         "achieved_rate": len(keys) / window,
         "samples": len(samples),
         "missing": missing,
@@ -188,11 +191,14 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--window", type=float, default=10.0, help="seconds of each phase")
     parser.add_argument("--share", type=float, default=0.5, help="paced load, of full speed")
+    parser.add_argument(
+        "--rate", type=float, help="paced load in writes/s instead (the same for an A/B of trees)"
+    )
     args = parser.parse_args()
     t = target(args.store)
     runs = []
     for run in range(args.runs):
-        runs.append(one_run(t, args.producers, args.window, args.share, run))
+        runs.append(one_run(t, args.producers, args.window, args.share, run, args.rate))
         full, paced = runs[-1]["full_speed"], runs[-1]["paced"]
         log(
             f"events flowing on {t.label}, run {run + 1}/{args.runs}: producers"
