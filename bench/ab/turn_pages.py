@@ -44,7 +44,7 @@ def main() -> None:
     connect = sqlite3.connect
 
     def no_checkpoints(*a: Any, **k: Any) -> sqlite3.Connection:
-        opened = connect(*a, **k)
+        opened: sqlite3.Connection = connect(*a, **k)
         opened.execute("PRAGMA wal_autocheckpoint = 0")
         return opened
 
