@@ -10,7 +10,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from oncefire import lineage, parking
@@ -23,6 +23,7 @@ from oncefire.errors import (
     UndecodablePayloadError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
+from oncefire.idempotency import DEFERRED, Deferred, write_completions
 from oncefire.retry import Outcome, decide
 from oncefire.runtime import CURRENT_RUNTIME
 from oncefire.stores.base import Ending, Leased
@@ -64,10 +65,12 @@ def classify(trigger: Trigger, exc: BaseException) -> Ending:
 
 @dataclass(slots=True)
 class Entry:
-    """Whether an attempt's function was called: its thread sets it just before the call (a
-    plain attribute: written once, read by the worker loop, atomic under the GIL)."""
+    """What an attempt's thread tells its worker: whether the function was called (set just
+    before the call: a plain attribute, written once, atomic under the GIL), and the
+    @idempotent records it completed, written with its ending."""
 
     is_entered: bool = False
+    deferred: Deferred = field(default_factory=Deferred)
 
 
 def call(rt: Runtime, trigger: Trigger, event: Event, entered: Entry | None = None) -> Ending:
@@ -78,6 +81,7 @@ def call(rt: Runtime, trigger: Trigger, event: Event, entered: Entry | None = No
     token = CURRENT_EVENT.set(event)
     app_token = CURRENT_APP.set(rt.app)
     rt_token = CURRENT_RUNTIME.set(rt)
+    deferred_token = DEFERRED.set(None if entered is None else entered.deferred)
     ops = StoreOps()
     ops_token = CURRENT_OPS.set(ops)
     # CPU time of this thread only: what the function itself burned, not the worker's.
@@ -93,6 +97,7 @@ def call(rt: Runtime, trigger: Trigger, event: Event, entered: Entry | None = No
         CURRENT_EVENT.reset(token)
         CURRENT_APP.reset(app_token)
         CURRENT_RUNTIME.reset(rt_token)
+        DEFERRED.reset(deferred_token)
         CURRENT_OPS.reset(ops_token)
     cpu = time.thread_time() - cpu_start
     return replace(ending, cpu_seconds=cpu, reads=ops.reads, writes=ops.writes)
@@ -107,6 +112,7 @@ async def call_async(
     CURRENT_EVENT.set(event)
     CURRENT_APP.set(rt.app)
     CURRENT_RUNTIME.set(rt)
+    DEFERRED.set(None if entered is None else entered.deferred)
     ops = StoreOps()
     CURRENT_OPS.set(ops)
     if entered is not None:
@@ -233,6 +239,7 @@ def write_each(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) -> 
             )
             result = Ending(Outcome.PERMANENT, reason, finished_at=_finished_at(rt, ending))
             with rt.store.batch():
+                write_completions(rt, ending.completions)  # the effects happened
                 is_buried = rt.store.bury(leased.lease, result, reason, None)
             if is_buried:
                 written[Outcome.PERMANENT] += 1
@@ -246,6 +253,7 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
     written: Counter[str] = Counter()
     successes = [item for item in items if item[2].outcome == Outcome.SUCCEEDED]
     with rt.store.batch():
+        write_completions(rt, [c for _, _, ending in items for c in ending.completions])
         if successes:
             done = rt.store.complete_many(
                 [(leased.lease, _complete(rt, ending)) for _, leased, ending in successes]
@@ -257,7 +265,7 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
                 else:
                     _log(trigger, leased, LEASE_LOST, level=logging.WARNING)
         for trigger, leased, ending in items:
-            if ending.outcome is not Outcome.SUCCEEDED and write_ending(
+            if ending.outcome is not Outcome.SUCCEEDED and _write_ending(
                 rt, trigger, leased, ending
             ):
                 written[ending.outcome] += 1
@@ -268,7 +276,16 @@ LEASE_LOST = "lease lost, result discarded"
 
 
 def write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending) -> bool:
-    """Apply the retry rules to an ending and write it; False if the lease was lost."""
+    """Apply the retry rules to an ending and write it, with the @idempotent records its
+    attempt completed (written even if the lease was lost); False if the lease was lost."""
+    if not ending.completions:
+        return _write_ending(rt, trigger, leased, ending)
+    with rt.store.batch():
+        write_completions(rt, ending.completions)
+        return _write_ending(rt, trigger, leased, ending)
+
+
+def _write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending) -> bool:
     ending = replace(ending, error=storable(ending.error))
     now = _finished_at(rt, ending)
     decision = decide(

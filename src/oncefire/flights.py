@@ -14,12 +14,13 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from oncefire import execution
 from oncefire.errors import StoreError
 from oncefire.execution import EventLoopThread
+from oncefire.idempotency import write_completions
 from oncefire.retry import Outcome
 from oncefire.stores.base import Ending, Lease, Leased
 
@@ -129,11 +130,20 @@ class Flights:
             flight = self.running.pop(future)
             self.learn(finished - flight.started)
             if flight.is_settled or future.cancelled():
-                continue  # its lease was lost: another worker owns the delivery now
+                # Its lease was lost: another worker owns the delivery now. The effects it had
+                # are recorded all the same.
+                self._complete_records(flight)
+                continue
             if not self.ended:
                 self.first_ended_at = finished
             self.ended.append((flight, ending_of(flight, future)))
         return len(done)
+
+    def _complete_records(self, flight: Flight) -> None:
+        try:
+            write_completions(self.rt, flight.entered.deferred.take())
+        except StoreError as exc:
+            log.error("could not complete the @idempotent records of a lost lease: %s", exc)
 
     def learn(self, duration: float) -> None:
         """Fold one attempt's duration into the recent mean."""
@@ -185,7 +195,9 @@ class Flights:
         """Write a timeout for each attempt still running past its deadline."""
         for flight in [f for f in self.live() if f.is_overdue]:
             try:
-                ending = timeout_ending(flight.trigger)
+                # The records it completed so far; one it completes later is written at once.
+                completed = flight.entered.deferred.take()
+                ending = replace(timeout_ending(flight.trigger), completions=completed)
                 execution.write_ending(self.rt, flight.trigger, flight.leased, ending)
             except StoreError as exc:
                 log.error("worker %s: %s; the lease will run out instead", worker, exc)
@@ -208,14 +220,17 @@ def timeout_ending(trigger: Trigger) -> Ending:
 
 
 def ending_of(flight: Flight, future: Future[Ending]) -> Ending:
-    """How a flight whose future is done ended."""
+    """How a flight whose future is done ended, with the @idempotent records it completed."""
+    completed = flight.entered.deferred.take()
+    error = future.exception()
     if flight.is_overdue:
         # Recorded only now that its thread ended: its retry never overlaps it.
-        return timeout_ending(flight.trigger)
-    error = future.exception()
-    if error is not None:  # raised outside the function: a failed attempt, not a lost one
-        return execution.outside_failure(error)
-    return future.result()
+        ending = timeout_ending(flight.trigger)
+    elif error is not None:  # raised outside the function: a failed attempt, not a lost one
+        ending = execution.outside_failure(error)
+    else:
+        ending = future.result()
+    return replace(ending, completions=completed) if completed else ending
 
 
 def write_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:

@@ -1,8 +1,10 @@
 """@idempotent: side effects outside the store happen once per key, guarded by a leased record.
 
 The whole state machine lives here; the store runs guarded one-statement operations on one
-record per function and key (stored as "function/key"), each committed on its own. A new
-key costs one statement to acquire and one to complete; the other cases read the record too:
+record per function and key (stored as "function/key"). A new key costs one statement to
+acquire; its completion is written by the worker with the attempt's ending, in the
+transaction that writes it (a Deferred), and on its own only outside a worker or once that
+ending is written. The other cases read the record too:
 
     absent / expired      -> acquire (in progress, leased)      -> run
     completed, same hash  -> return the stored result            (a dedupe hit, no run)
@@ -20,9 +22,11 @@ import functools
 import hashlib
 import inspect
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,7 +43,7 @@ from oncefire.errors import (
 from oncefire.events import Event
 from oncefire.retry import is_real
 from oncefire.runtime import CURRENT_RUNTIME
-from oncefire.stores.base import IdempotencyRecord
+from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 
 if TYPE_CHECKING:
     from oncefire.runtime import Runtime
@@ -186,29 +190,87 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
     )
 
 
-def _finish(rt: Runtime, spec: IdempotencySpec, held: _Hold, result: Any) -> None:
+class Deferred:
+    """The records one attempt completed, which its worker writes with the attempt's ending,
+    in the same transaction (no statement of their own). Once the worker has taken them (the
+    attempt ended, or is written as timed out), a later completion is written at once."""
+
+    def __init__(self) -> None:
+        self._completions: list[IdempotencyCompletion] = []
+        self._is_taken = False
+        self._lock = threading.Lock()
+
+    def offer(self, completion: IdempotencyCompletion) -> bool:
+        """Keep a completion for the attempt's ending; False once they were taken."""
+        with self._lock:
+            if not self._is_taken:
+                self._completions.append(completion)
+            return not self._is_taken
+
+    def take(self) -> tuple[IdempotencyCompletion, ...]:
+        """The completions kept, to be written with the attempt's ending."""
+        with self._lock:
+            self._is_taken = True
+            return tuple(self._completions)
+
+
+DEFERRED: ContextVar[Deferred | None] = ContextVar("oncefire_deferred", default=None)
+"""The Deferred of the attempt running in this context; None: completions are written at once."""
+
+
+def _completion(
+    rt: Runtime, spec: IdempotencySpec, held: _Hold, result: Any
+) -> IdempotencyCompletion:
     try:
         result_json: str | None = codec.dumps(result)
     except InvalidDocumentError:
         log.warning("the result of idempotency key %r is not JSON; null is stored", held.key)
         result_json = None
+    now = rt.clock.now()
+    return IdempotencyCompletion(held.key, held.token, now, now + spec.ttl, result_json)
+
+
+def _defer(completion: IdempotencyCompletion) -> bool:
+    """Leave a completion to the worker that runs this attempt; False if it is written now."""
+    deferred = DEFERRED.get()
+    return deferred is not None and deferred.offer(completion)
+
+
+def _finish(rt: Runtime, spec: IdempotencySpec, held: _Hold, result: Any) -> None:
+    """Complete a record with its result: with the attempt's ending, or now."""
+    completion = _completion(rt, spec, held, result)
+    if not _defer(completion):
+        complete_now(rt, completion)
+
+
+def complete_now(rt: Runtime, completion: IdempotencyCompletion) -> None:
+    """Complete a record in a statement of its own."""
     # The effect has happened: a lost completion would run it again on retry, so a store that
     # restarts (or drops the connection) meanwhile is tried again for a while.
     give_up_at = time.monotonic() + COMPLETE_FOR
     while True:
-        now = rt.clock.now()
         try:
-            is_completed = rt.store.complete_idempotency(
-                held.key, held.token, now, now + spec.ttl, result_json
-            )
-            break
+            return write_completions(rt, [completion])
         except StoreError as exc:
             if time.monotonic() >= give_up_at:
                 raise
-            log.warning("completing idempotency key %r failed (%s); trying again", held.key, exc)
+            log.warning(
+                "completing idempotency key %r failed (%s); trying again", completion.key, exc
+            )
             time.sleep(COMPLETE_BACKOFF)
-    if not is_completed:
-        log.warning("idempotency key %r was taken over; this result is discarded", held.key)
+
+
+def write_completions(rt: Runtime, completions: Sequence[IdempotencyCompletion]) -> None:
+    """Complete records (in the caller's batch, if one is open); a record another attempt
+    took over meanwhile keeps its new holder, and this result is discarded."""
+    if not completions:
+        return
+    completed = rt.store.complete_idempotency_many(completions)
+    for completion in completions:
+        if completion.key not in completed:
+            log.warning(
+                "idempotency key %r was taken over; this result is discarded", completion.key
+            )
 
 
 def _release(rt: Runtime, held: _Hold) -> None:
@@ -250,7 +312,9 @@ def idempotent(
                 except BaseException:
                     _release(rt, held)  # at once, even while the task is being cancelled
                     raise
-                await asyncio.to_thread(_finish, rt, spec, held, result)
+                completion = _completion(rt, spec, held, result)
+                if not _defer(completion):
+                    await asyncio.to_thread(complete_now, rt, completion)
                 return result
 
             run_async.__oncefire_idempotent__ = spec  # type: ignore[attr-defined]

@@ -193,7 +193,7 @@ def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_anoth
     def charge(event: Event) -> None:
         charge_once(event)
 
-    complete = app.store.complete_idempotency
+    complete = app.store.complete_idempotency_many
     is_cut_off = True
 
     def cut_off_once(*args: Any) -> bool:
@@ -207,6 +207,7 @@ def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_anoth
             raise StoreUnavailableError("The PostgreSQL store is unavailable: a restart.")
         return complete(*args)
 
-    monkeypatch.setattr(app.store, "complete_idempotency", cut_off_once)
+    monkeypatch.setattr(app.store, "complete_idempotency_many", cut_off_once)
     assert deliver(app, "charge", event, times=1)["succeeded"] == 1
+    assert not is_cut_off, "the completion was never written"
     assert effects == [event.id], "the other worker took the key over and ran the effect again"

@@ -24,6 +24,7 @@ from oncefire.stores.records import Fanout as Fanout
 from oncefire.stores.records import FunctionCounts as FunctionCounts
 from oncefire.stores.records import FunctionEntry as FunctionEntry
 from oncefire.stores.records import FunctionRow as FunctionRow
+from oncefire.stores.records import IdempotencyCompletion as IdempotencyCompletion
 from oncefire.stores.records import IdempotencyRecord as IdempotencyRecord
 from oncefire.stores.records import Lease as Lease
 from oncefire.stores.records import Leased as Leased
@@ -322,7 +323,7 @@ class Store(Protocol):
     def bucket_sums(self, since: float) -> list[tuple[str, str, int, float, float]]:
         """(function, outcome, attempts, seconds, CPU seconds) since a time (whole hours)."""
 
-    # @idempotent records: each operation is one statement, committed on its own.
+    # @idempotent records: one statement each, committed on its own (or in a batch).
 
     def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
         """Insert an in-progress record, replacing one that expired (expires_at <= now);
@@ -334,14 +335,17 @@ class Store(Protocol):
     def take_over_idempotency(
         self, record: IdempotencyRecord, stale_token: str, lease_ended_by: float
     ) -> bool:
-        """Replace the in-progress record of stale_token whose lease ended by lease_ended_by
-        (lease_until <= lease_ended_by) with record; False if that record is gone, completed or
-        held again."""
+        """Replace the in-progress record of stale_token whose lease_until <= lease_ended_by
+        with record; False if that record is gone, completed or held again."""
 
     def complete_idempotency(
         self, key: str, token: str, now: float, expires_at: float, result_json: str | None
     ) -> bool:
         """Mark the record completed with its result, if token still holds it."""
+
+    def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
+        """complete_idempotency() for many, in one statement (in this thread's batch if one is
+        open: a worker's turn writes them with their attempts); the keys completed."""
 
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""

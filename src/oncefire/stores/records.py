@@ -107,6 +107,8 @@ class Ending:
     cpu_seconds: float | None = None  # CPU time of the call's thread; None: not measured
     reads: int | None = None  # documents the function read (oncefire.usage); None: not run
     writes: int | None = None  # writes the function made; None: not run
+    # The @idempotent records the attempt completed: written with it, in the same transaction.
+    completions: tuple[IdempotencyCompletion, ...] = ()
 
     @property
     def end(self) -> float:
@@ -137,6 +139,17 @@ class IdempotencyRecord:
     token: str
     payload_hash: str
     lease_until: float
+    expires_at: float
+    result_json: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyCompletion:
+    """An @idempotent record to mark completed with its result, if its token still holds it."""
+
+    key: str
+    token: str
+    completed_at: float
     expires_at: float
     result_json: str | None
 

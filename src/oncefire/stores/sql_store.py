@@ -24,6 +24,7 @@ from oncefire.stores.base import (
     DeadSearchRows,
     FunctionCounts,
     FunctionEntry,
+    IdempotencyCompletion,
     IdempotencyRecord,
 )
 from oncefire.stores.connection import Row, Statements
@@ -353,9 +354,8 @@ class SqlStore(Leasing, SqlRetention, FunctionOps):
 
     def count_dedupe_hit(self, function: str, now: float) -> None:
         """Count one duplicate skipped by an idempotency helper."""
-        self._one().execute(
-            "count_dedupe_hit", {"function": function, "now": now, "hour": hour_of(now)}
-        )
+        args = {"function": function, "now": now, "hour": hour_of(now)}
+        self._one().execute("count_dedupe_hit", args)
 
     def purge_expired_claims(self, now: float, limit: int) -> int:
         """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
@@ -366,8 +366,7 @@ class SqlStore(Leasing, SqlRetention, FunctionOps):
     # -- @idempotent records: one statement each, committed on its own -------------------
 
     def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
-        """Insert an in-progress record, replacing one that expired; False while a live
-        record of the key exists."""
+        """Insert an in-progress record, replacing an expired one; False while a live one is."""
         return self._one().count("insert_record", {**asdict(record), "now": now}) == 1
 
     def idempotency_record(self, key: str) -> IdempotencyRecord | None:
@@ -386,14 +385,15 @@ class SqlStore(Leasing, SqlRetention, FunctionOps):
         self, key: str, token: str, now: float, expires_at: float, result_json: str | None
     ) -> bool:
         """Mark the record completed with its result, if token still holds it."""
-        args = {
-            "key": key,
-            "token": token,
-            "now": now,
-            "expires_at": expires_at,
-            "result_json": result_json,
-        }
-        return self._one().count("complete_record", args) == 1
+        done = IdempotencyCompletion(key, token, now, expires_at, result_json)
+        return bool(self.complete_idempotency_many([done]))
+
+    def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
+        """complete_idempotency() for many, in one statement; the keys completed."""
+        if not completions:
+            return set()
+        args = {"completions": json.dumps([asdict(c) for c in completions])}
+        return {row[0] for row in self._one().fetch("complete_records", args)}
 
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""

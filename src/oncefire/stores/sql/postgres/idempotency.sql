@@ -26,10 +26,15 @@ UPDATE oncefire_idempotency SET function = %(function)s, status = %(status)s, to
 WHERE key = %(key)s AND token = %(stale_token)s AND status = 'in_progress'
     AND lease_until <= %(lease_ended_by)s;
 
--- name: complete_record
-UPDATE oncefire_idempotency SET status = 'completed', lease_until = %(now)s,
-    expires_at = %(expires_at)s, result = %(result_json)s
-WHERE key = %(key)s AND token = %(token)s;
+-- name: complete_records
+-- Many records at once (a worker's turn completes those its attempts made): a JSON array of
+-- {key, token, completed_at, expires_at, result_json}; each only if its token still holds it.
+UPDATE oncefire_idempotency AS r SET status = 'completed', lease_until = c.completed_at,
+    expires_at = c.expires_at, result = c.result_json
+FROM json_to_recordset(%(completions)s::json) AS c (key text, token text,
+    completed_at double precision, expires_at double precision, result_json text)
+WHERE r.key = c.key AND r.token = c.token
+RETURNING r.key;
 
 -- name: release_record
 DELETE FROM oncefire_idempotency WHERE key = %(key)s AND token = %(token)s

@@ -23,10 +23,17 @@ UPDATE oncefire_idempotency SET function = :function, status = :status, token = 
 WHERE key = :key AND token = :stale_token AND status = 'in_progress'
     AND lease_until <= :lease_ended_by;
 
--- name: complete_record
-UPDATE oncefire_idempotency SET status = 'completed', lease_until = :now,
-    expires_at = :expires_at, result = :result_json
-WHERE key = :key AND token = :token;
+-- name: complete_records
+-- Many records at once (a worker's turn completes those its attempts made): a JSON array of
+-- {key, token, completed_at, expires_at, result_json}; each only if its token still holds it.
+UPDATE oncefire_idempotency SET status = 'completed', lease_until = c.completed_at,
+    expires_at = c.expires_at, result = c.result_json
+FROM (SELECT value ->> 'key' AS key, value ->> 'token' AS token,
+        value ->> 'completed_at' AS completed_at, value ->> 'expires_at' AS expires_at,
+        value ->> 'result_json' AS result_json
+    FROM json_each(:completions)) AS c
+WHERE oncefire_idempotency.key = c.key AND oncefire_idempotency.token = c.token
+RETURNING oncefire_idempotency.key;
 
 -- name: release_record
 DELETE FROM oncefire_idempotency WHERE key = :key AND token = :token
