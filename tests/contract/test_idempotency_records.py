@@ -196,7 +196,7 @@ def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_anoth
     complete = app.store.complete_idempotency_many
     is_cut_off = True
 
-    def cut_off_once(*args: Any) -> bool:
+    def cut_off_once(*args: Any) -> set[str]:
         nonlocal is_cut_off
         if is_cut_off:
             is_cut_off = False
