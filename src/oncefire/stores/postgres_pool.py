@@ -244,22 +244,12 @@ class Pool:
     def run_with(self, setting: str, query: str, args: dict[str, Any]) -> list[Any]:
         """The rows of one statement run after a SET LOCAL statement, in a transaction of its
         own: BEGIN, the setting, the statement and COMMIT go in one pipeline, one round trip.
-        Inside batch(), the setting and the statement go in one round trip, or the statement
-        alone when the batch's BEGIN made the setting (begin_turn)."""
-        joined: Connection | None = getattr(self._local, "conn", None)
-        if joined is not None and setting in TURN_SETTINGS:
+        Inside batch() it joins the batch, after the setting unless the batch's BEGIN made
+        it (begin_turn: TURN_SETTINGS)."""
+        if getattr(self._local, "conn", None) is not None:
+            if setting not in TURN_SETTINGS:
+                self.run(setting)
             return self.run(query, args)
-        if joined is not None:
-            try:
-                faults.before(query)
-                with joined.pipeline():
-                    joined.execute(setting)
-                    cursor = joined.execute(query, args)
-                rows = cursor.fetchall()
-                faults.after(query)
-                return rows
-            except psycopg.Error as exc:
-                raise failure(exc) from exc
         conn = self.take()
         try:
             faults.before(query)
