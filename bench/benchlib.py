@@ -16,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -386,3 +387,46 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     return info
+
+
+class LoadSampler:
+    """The machine's 1-minute load average every minute while the benchmark runs (the CPU is
+    shared: what else ran beside it shows here)."""
+
+    def __init__(self, every: float = 60.0) -> None:
+        self.every = every
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(
+                {"at": time.strftime("%H:%M:%S", time.gmtime()), "load": os.getloadavg()[0]}
+            )
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def facts(sampler: LoadSampler, started: str) -> dict[str, Any]:
+    """When and on what the run was made, and the load beside it."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    loads = [s["load"] for s in sampler.samples]
+    return {
+        "started_at": started,
+        "ended_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "commit": commit or "?",
+        "load_samples": sampler.samples,
+        "load_min": min(loads, default=None),
+        "load_max": max(loads, default=None),
+    }

@@ -21,16 +21,13 @@ extremes); a spread that holds 1 reads "no measurable change".
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import threading
 import time
 import tracemalloc
 from typing import Any
 
 import workload
-from benchlib import common_args, log, phase, summarize, write_json
+from benchlib import LoadSampler, common_args, facts, log, phase, summarize, write_json
 from drain import Setup, describe_run, drain_backlog
 from growth_seed import EXPIRING, QUERIED, connect
 from growth_store import (
@@ -184,49 +181,6 @@ def run_store(kind: str, sizes: dict[str, int], args: Any) -> dict[str, Any]:
         "capped": any(r["capped"] for r in empty + loaded),
         "empty_runs": empty,
         "loaded_runs": loaded,
-    }
-
-
-class LoadSampler:
-    """The machine's 1-minute load average every minute while the benchmark runs (the CPU is
-    shared: what else ran beside it shows here)."""
-
-    def __init__(self, every: float = 60.0) -> None:
-        self.every = every
-        self.samples: list[dict[str, Any]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while True:
-            self.samples.append(
-                {"at": time.strftime("%H:%M:%S", time.gmtime()), "load": os.getloadavg()[0]}
-            )
-            if self._stop.wait(self.every):
-                return
-
-    def __enter__(self) -> LoadSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def facts(sampler: LoadSampler, started: str) -> dict[str, Any]:
-    """When and on what the run was made, and the load beside it."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    loads = [s["load"] for s in sampler.samples]
-    return {
-        "started_at": started,
-        "ended_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "commit": commit or "?",
-        "load_samples": sampler.samples,
-        "load_min": min(loads, default=None),
-        "load_max": max(loads, default=None),
     }
 
 

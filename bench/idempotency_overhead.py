@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections import Counter
 from typing import Any
 
 import workload
-from benchlib import common_args, log, summarize, write_json
+from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from drain import drain_only
 from harness import prefill, reset, target
 
@@ -128,13 +129,9 @@ def count_statements(store: str, function: str, events: int) -> dict[str, float]
     return out
 
 
-def main() -> None:
-    parser = common_args(__doc__ or "")
-    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--n", type=int, default=3000)
-    args = parser.parse_args()
-    t = target(args.store)
-    per_event: dict[str, list[float]] = {v: [] for v in VARIANTS}
+def measure(t: Any, args: Any, per_event: dict[str, list[float]]) -> bool:
+    """Drain each variant's backlog args.runs times, its cost per event into per_event;
+    whether a run was capped."""
     capped = False
     for run in range(args.runs):
         log(f"idempotency overhead on {t.label}, run {run + 1}/{args.runs}: {args.n:,} events")
@@ -143,6 +140,21 @@ def main() -> None:
             capped = capped or result["capped"]
             per_event[variant].append(1e6 / result["rate"] if result["rate"] else float("nan"))
             log(f"  {variant}: {per_event[variant][-1]:,.0f} us/event")
+    return capped
+
+
+def main() -> None:
+    parser = common_args(__doc__ or "")
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--n", type=int, default=3000)
+    args = parser.parse_args()
+    t = target(args.store)
+    per_event: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    with LoadSampler() as sampler:
+        capped = measure(t, args, per_event)
+        events = min(COUNTED_EVENTS, args.n)
+        sql_per_event = {v: count_statements(args.store, v, events) for v in VARIANTS}
     out: dict[str, Any] = {
         "scenario": "idempotency_overhead",
         "store": args.store,
@@ -155,9 +167,9 @@ def main() -> None:
             for helper, base in PAIRS.items()
         },
         "capped": capped,
+        "sql_per_event": sql_per_event,
+        "facts": facts(sampler, started),  # when, at which commit, and the load beside it
     }
-    events = min(COUNTED_EVENTS, args.n)
-    out["sql_per_event"] = {v: count_statements(args.store, v, events) for v in VARIANTS}
     write_json(args.json, out)
 
 
