@@ -156,9 +156,10 @@ def test_a_completion_cut_off_by_a_postgres_restart_lands_after_the_reconnect(
     def charge_once(event: Event) -> str:
         effects.append(event.id)
         with psycopg.connect(postgres_store_url, autocommit=True) as admin:
-            # What a server restart does to the store's connections: every one is cut.
+            # What a server restart does to the store's connections: every one is cut (and
+            # gone before the function returns).
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
         return "ch_1"

@@ -169,10 +169,8 @@ class Pool:
             with self._pipelined(begin) as conn:
                 yield conn
             return
-        conn = self.take()
+        conn = self._begin(begin)
         try:
-            faults.before(begin)
-            conn.execute(SQL[begin])
             try:
                 faults.after(begin)
                 yield conn
@@ -188,6 +186,26 @@ class Pool:
             raise failure(exc) from exc
         finally:
             self._pool.putconn(conn)
+
+    def _begin(self, begin: str) -> Connection:
+        """A pooled connection in a transaction opened by the query begin. One the server
+        closed so recently that take() could not tell (a restart) fails at its BEGIN, before
+        anything was done: it is dropped and another one begins."""
+        for tries_left in range(self._pool.max_size, -1, -1):
+            conn = self.take()
+            try:
+                faults.before(begin)
+                conn.execute(SQL[begin])
+            except psycopg.Error as exc:
+                self._pool.putconn(conn)
+                if conn.broken and tries_left:
+                    continue
+                raise failure(exc) from exc
+            except BaseException:
+                self._pool.putconn(conn)
+                raise
+            return conn
+        raise AssertionError("unreachable: the last try returns or raises")
 
     @contextmanager
     def _pipelined(self, begin: str) -> Iterator[Connection]:
