@@ -52,7 +52,13 @@ def where_time_goes(page: Page) -> None:
                 f"{lead} **{label} drain**, {said}. py-spy sampled every thread of both "
                 f"worker processes for {prof.get('seconds', 0):.0f} s of a drain "
                 f"({prof.get('events_per_second_under_profiler', 0):,.0f} events/s under the "
-                "profiler), idle threads included so that waiting shows: "
+                "profiler"
+                + (
+                    "; **its backlog ran out**, so idle time after it counts"
+                    if prof.get("backlog_ran_out")
+                    else ""
+                )
+                + "), idle threads included so that waiting shows: "
                 f"`{prof.get('command')}`. The speedscope file is `{prof.get('profile_file')}` "
                 "(open it at speedscope.app).",
                 "",

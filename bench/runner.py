@@ -562,7 +562,7 @@ def main() -> int:
         bucket = results["peers"] if name.startswith("peer-") else results["oncefire"]
         bucket[name.removeprefix("peer-")] = result
     if args.profile:
-        results["profile"] = profile_gap(results, measured)
+        results["profile"] = profile_gap(results, measured, args.sizes)
     results["wall_seconds"] = time.monotonic() - started
     results["facts"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     from report import scenario_times
@@ -582,10 +582,13 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def profile_gap(results: dict[str, Any], measured: list[str]) -> list[dict[str, Any]]:
+def profile_gap(
+    results: dict[str, Any], measured: list[str], sizes: dict[str, Any]
+) -> list[dict[str, Any]]:
     """py-spy on what is furthest below its goal first: each store's drain (events/s) and its
     document writes (share of the raw commit rate); every one below its goal, or the closest
-    to it when all are met."""
+    to it when all are met. A drain is profiled on the throughput scenario's backlog, which
+    outlasts the profile's window."""
     from report_page import GOAL_WRITE_RATIO, GOALS_DRAIN, med
 
     gaps = []
@@ -606,8 +609,9 @@ def profile_gap(results: dict[str, Any], measured: list[str]) -> list[dict[str, 
             f"profile-{store}-{what}",
             sys.executable,
             BENCH / "where_time_goes.py",
-            ["--what", what, "--store", store],
-            300,
+            ["--what", what, "--store", store]
+            + (["--n", str(sizes[f"backlog_{store}"])] if what == "drain" else []),
+            SCENARIO_TIMEOUT,
         )
         result["gap"] = gap
         result.setdefault("what", what)
