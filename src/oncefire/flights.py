@@ -143,7 +143,7 @@ class Flights:
         try:
             write_completions(self.rt, flight.entered.deferred.take())
         except StoreError as exc:
-            log.error("could not complete the @idempotent records of a lost lease: %s", exc)
+            log.error("could not complete the @idempotent records of an attempt: %s", exc)
 
     def learn(self, duration: float) -> None:
         """Fold one attempt's duration into the recent mean."""
@@ -203,7 +203,11 @@ class Flights:
                 log.error("worker %s: %s; the lease will run out instead", worker, exc)
 
     def stop(self) -> None:
-        """Stop starting attempts; threads still running are left to the process's exit."""
+        """Stop starting attempts; threads still running are left to the process's exit, and
+        the @idempotent records they complete are written at once (their endings may never
+        be: their leases run out)."""
+        for flight in self.running.values():
+            self._complete_records(flight)
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.stop()

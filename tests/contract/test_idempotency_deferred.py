@@ -149,3 +149,37 @@ def test_a_completion_after_its_attempt_was_written_is_written_at_once(app: App)
     finally:
         go_on.set()
         worker.shutdown()
+
+
+def test_a_record_completed_after_its_worker_stopped_is_written_at_once(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(shutdown_grace=0.05)
+    effects: list[str] = []
+    charge_once = charging(effects)
+    entered, go_on, done = threading.Event(), threading.Event(), threading.Event()
+
+    @app.on_document_created("orders/{orderId}", retry_policy=POLICY, timeout=LEASE)
+    def charge(event: Event) -> None:
+        entered.set()
+        assert go_on.wait(WAIT)
+        charge_once(event)
+        done.set()
+
+    event = order_event()
+    with app.store.transaction() as tx:
+        tx.append(event, [], app.clock.now())
+        tx.mark_routed(event.id, "unrouted", None)
+        tx.add_deliveries(event.id, ["charge"], app.clock.now())
+    worker = Worker(app.runtime, functions=["charge"], concurrency=1)
+    try:
+        worker.lease_and_start()
+        assert entered.wait(WAIT)
+        # Its grace over, the worker stops with the attempt running: its lease will run out.
+        worker.shutdown()
+    finally:
+        go_on.set()
+    assert done.wait(WAIT)
+    record = record_of(app, event.id, helper="charge_once")
+    assert record is not None and record.status == "completed", "a retry would charge again"
+    assert effects == [event.id]
