@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from idempotency_support import LEASE, POLICY, WAIT, Boom, order_event, outcomes, record_of
@@ -29,6 +30,18 @@ def charging(effects: list[str]) -> Callable[[Event], str]:
         return "ch_1"
 
     return charge_once
+
+
+def started(app: App, event: Any, entered: threading.Event) -> Worker:
+    """A worker running `charge` on one delivery of event, once its function is entered."""
+    with app.store.transaction() as tx:
+        tx.append(event, [], app.clock.now())
+        tx.mark_routed(event.id, "unrouted", None)
+        tx.add_deliveries(event.id, ["charge"], app.clock.now())
+    worker = Worker(app.runtime, functions=["charge"], concurrency=1)
+    worker.lease_and_start()
+    assert entered.wait(WAIT)
+    return worker
 
 
 def test_a_worker_completes_the_record_in_the_transaction_that_writes_the_attempt(
@@ -126,14 +139,8 @@ def test_a_completion_after_its_attempt_was_written_is_written_at_once(app: App)
         charge_once(event)
 
     event = order_event()
-    with app.store.transaction() as tx:
-        tx.append(event, [], app.clock.now())
-        tx.mark_routed(event.id, "unrouted", None)
-        tx.add_deliveries(event.id, ["charge"], app.clock.now())
-    worker = Worker(app.runtime, functions=["charge"], concurrency=1)
+    worker = started(app, event, entered)
     try:
-        worker.lease_and_start()
-        assert entered.wait(WAIT)
         time.sleep(0.1)  # past its deadline
         worker.collect(0.0)
         # What a process stuck on this attempt does before it exits.
@@ -167,14 +174,8 @@ def test_a_record_completed_after_its_worker_stopped_is_written_at_once(
         done.set()
 
     event = order_event()
-    with app.store.transaction() as tx:
-        tx.append(event, [], app.clock.now())
-        tx.mark_routed(event.id, "unrouted", None)
-        tx.add_deliveries(event.id, ["charge"], app.clock.now())
-    worker = Worker(app.runtime, functions=["charge"], concurrency=1)
+    worker = started(app, event, entered)
     try:
-        worker.lease_and_start()
-        assert entered.wait(WAIT)
         # Its grace over, the worker stops with the attempt running: its lease will run out.
         worker.shutdown()
     finally:
