@@ -91,14 +91,22 @@ def interpret(page: Page, prof: dict[str, Any]) -> list[str]:
     loop = threads.get("loop thread (claims, records, waits)", [])
     attempts = threads.get("attempt threads (run the functions)", [])
     idle_loop = next((r["share"] for r in loop if r["what"].startswith("idle")), 0.0)
+    awaiting = next((r["share"] for r in loop if r["what"].startswith("waiting for its")), 0.0)
     idle_attempts = next((r["share"] for r in attempts if r["what"].startswith("idle")), 0.0)
     if loop:
         top = ", ".join(f"{r['what']} {r['share']:.0%}" for r in loop[:4])
         lines.append(
-            f"- Each worker process's loop thread is busy {1 - idle_loop:.0%} of the time "
-            f"({top}), while its attempt threads are idle {idle_attempts:.0%} of the time: "
-            "the loop that claims and records, one store transaction after the other, is "
-            "the bottleneck, not the functions."
+            f"- Each worker process's loop thread is busy {1 - idle_loop - awaiting:.0%} of "
+            f"the time ({top}), while its attempt threads are idle {idle_attempts:.0%} of the "
+            "time: the loop that claims and records, one store transaction after the other, "
+            "is the bottleneck, not the functions."
+        )
+    if awaiting >= 0.05:
+        lines.append(
+            f"- The loop waits {awaiting:.0%} of the time for attempts it started to end, "
+            "while their threads are mostly idle: the wait is the hand-over of each attempt to "
+            "a thread and back (a wake-up, a turn at the interpreter lock, on cores the other "
+            "process shares), not the functions' own time."
         )
     sql = page.get(f"idempotency-{store}").get("sql_per_event", {}).get("noop")
     if sql:

@@ -33,6 +33,9 @@ from harness import Backlog, backlog_store, reset, target, workers
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 IDLE_CALLS = (".get(timeout", ".wait(", "sleep(", "select(", ".poll(")
 IDLE = "idle (waiting for work)"
+# A worker's loop waiting for the attempts it started (their threads' wake-up, the GIL):
+# not idle, since work is in hand, and not the functions' own time.
+AWAITING = "waiting for its attempts to end"
 
 
 def py_spy() -> str | None:
@@ -70,6 +73,8 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
         return operation, "PostgreSQL round trips"
     if any(f.endswith("logging/__init__.py") for f in files):
         return operation, "logging"
+    if operation == "-" and "Flights.collect" in names:
+        return "-", AWAITING
     if operation == "-" and any(leaf_file.endswith(x) for x in IDLE_FILES):
         return "-", IDLE
     text = linecache.getline(leaf_file, int(leaf.get("line") or 0)) if leaf_file else ""
@@ -144,13 +149,13 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
             by_phase[phase] += weight
             group[phase if operation == "-" else f"{operation} / {phase}"] += weight
             by_both[(operation, phase)] += weight
-            if phase != IDLE:
+            if phase not in (IDLE, AWAITING):
                 by_operation[operation] += weight
                 leaf = chain[-1]
                 file = (leaf.get("file") or "").split("/src/")[-1].split("site-packages/")[-1]
                 leaves[f"{leaf.get('name')} ({file}:{leaf.get('line')})"] += weight
             total += weight
-    busy = total - by_phase[IDLE]
+    busy = total - by_phase[IDLE] - by_phase[AWAITING]
 
     def share(counter: Counter[Any], base: float, top: int) -> list[dict[str, Any]]:
         return [
@@ -169,7 +174,7 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
             if sum(counts.values())
         },
         "busy_by_operation_and_phase": share(
-            Counter({k: v for k, v in by_both.items() if k[1] != IDLE}), busy, 12
+            Counter({k: v for k, v in by_both.items() if k[1] not in (IDLE, AWAITING)}), busy, 12
         ),
         "busy_by_operation": share(by_operation, busy, 8),
         "top_leaves": share(leaves, busy, 10),
