@@ -53,10 +53,12 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 IN_PROGRESS, COMPLETED = "in_progress", "completed"
 CLAIM_TRIES = 5  # a key that changes hands more often between two statements is retried later
-COMPLETE_FOR = 10.0  # seconds a completion is retried across a store restart before giving up
+# Seconds a completion committed on its own is retried across a store restart before giving
+# up (one written with its attempt is retried by the worker, as the attempt is).
+COMPLETE_FOR = 10.0
 # A record whose lease ran out is taken over only this much later: its holder may be alive and
-# still completing it across a store restart (COMPLETE_FOR), and a take-over would repeat the
-# effect it already had.
+# still completing it across a store restart, and a take-over would repeat the effect it
+# already had.
 TAKE_OVER_AFTER = COMPLETE_FOR
 COMPLETE_BACKOFF = 0.2
 
