@@ -16,7 +16,7 @@ from oncefire import App, idempotent
 from oncefire.errors import StoreUnavailableError
 from oncefire.events import Event
 from oncefire.idempotency import IdempotencySpec, _acquire, _finish, _release
-from oncefire.stores.base import IdempotencyRecord
+from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord, Store
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock, deliver
 
@@ -30,6 +30,14 @@ def in_progress(token: str, now: float = T0, digest: str = "h1") -> IdempotencyR
     )
 
 
+def complete(
+    store: Store, key: str, token: str, now: float, expires_at: float, result_json: str | None
+) -> bool:
+    """Complete one record, if token still holds it."""
+    done = IdempotencyCompletion(key, token, now, expires_at, result_json)
+    return store.complete_idempotency_many([done]) == {key}
+
+
 def test_store_claim_is_refused_while_a_record_lives_and_replaces_an_expired_one(
     app: App,
 ) -> None:
@@ -37,7 +45,7 @@ def test_store_claim_is_refused_while_a_record_lives_and_replaces_an_expired_one
     assert store.acquire_idempotency(in_progress("t1"), T0)
     assert not store.acquire_idempotency(in_progress("t2", digest="h2"), T0 + LEASE)
     assert store.idempotency_record("charge/k") == in_progress("t1")
-    assert store.complete_idempotency("charge/k", "t1", T0 + 1, T0 + 50, '"r"')
+    assert complete(store, "charge/k", "t1", T0 + 1, T0 + 50, '"r"')
     assert not store.acquire_idempotency(in_progress("t3", T0 + 49), T0 + 49)
     # At its expiry a record is free, whatever its status or payload.
     assert store.acquire_idempotency(in_progress("t4", T0 + 51, "h2"), T0 + 51)
@@ -56,7 +64,7 @@ def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_ou
     # A second takeover that read the same stale record finds it taken: one winner.
     assert not store.take_over_idempotency(in_progress("t3", T0 + LEASE), "t1", T0 + LEASE)
     # A completed record is never taken over, even with its own token and after its lease.
-    assert store.complete_idempotency("charge/k", "t2", T0 + LEASE, T0 + 100, '"r"')
+    assert complete(store, "charge/k", "t2", T0 + LEASE, T0 + 100, '"r"')
     assert not store.take_over_idempotency(in_progress("t4", T0 + 99), "t2", T0 + 99)
     assert store.idempotency_record("charge/k") == IdempotencyRecord(
         "charge/k", "charge", "completed", "t2", "h1", T0 + LEASE, T0 + 100, '"r"'
@@ -66,15 +74,15 @@ def test_store_takeover_needs_the_stale_token_an_in_progress_record_and_a_run_ou
 def test_store_complete_and_release_change_only_the_record_their_token_holds(app: App) -> None:
     store = app.store
     store.acquire_idempotency(in_progress("t1"), T0)
-    assert not store.complete_idempotency("charge/k", "t0", T0 + 1, T0 + 50, '"stale"')
+    assert not complete(store, "charge/k", "t0", T0 + 1, T0 + 50, '"stale"')
     assert not store.release_idempotency("charge/k", "t0")
-    assert not store.complete_idempotency("charge/other", "t1", T0 + 1, T0 + 50, '"r"')
+    assert not complete(store, "charge/other", "t1", T0 + 1, T0 + 50, '"r"')
     assert store.idempotency_record("charge/k") == in_progress("t1")
     assert store.release_idempotency("charge/k", "t1")
     assert store.idempotency_record("charge/k") is None
     assert not store.release_idempotency("charge/k", "t1")
     store.acquire_idempotency(in_progress("t2"), T0)
-    assert store.complete_idempotency("charge/k", "t2", T0 + 1, T0 + 50, None)
+    assert complete(store, "charge/k", "t2", T0 + 1, T0 + 50, None)
     assert not store.release_idempotency("charge/k", "t2"), "a completed record stays"
     assert store.idempotency_record("charge/k") == IdempotencyRecord(
         "charge/k", "charge", "completed", "t2", "h1", T0 + 1, T0 + 50, None

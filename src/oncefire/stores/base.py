@@ -338,14 +338,10 @@ class Store(Protocol):
         """Replace the in-progress record of stale_token whose lease_until <= lease_ended_by
         with record; False if that record is gone, completed or held again."""
 
-    def complete_idempotency(
-        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
-    ) -> bool:
-        """Mark the record completed with its result, if token still holds it."""
-
     def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
-        """complete_idempotency() for many, in one statement (in this thread's batch if one is
-        open: a worker's turn writes them with their attempts); the keys completed."""
+        """Mark each record completed with its result if its token still holds it, in one
+        statement (in this thread's batch if one is open: a worker's turn writes them with
+        their attempts); the keys completed."""
 
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""

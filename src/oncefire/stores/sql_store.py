@@ -381,15 +381,9 @@ class SqlStore(Leasing, SqlRetention, FunctionOps):
         args = {**asdict(record), "stale_token": stale_token, "lease_ended_by": lease_ended_by}
         return self._one().count("take_over_record", args) == 1
 
-    def complete_idempotency(
-        self, key: str, token: str, now: float, expires_at: float, result_json: str | None
-    ) -> bool:
-        """Mark the record completed with its result, if token still holds it."""
-        done = IdempotencyCompletion(key, token, now, expires_at, result_json)
-        return bool(self.complete_idempotency_many([done]))
-
     def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
-        """complete_idempotency() for many, in one statement; the keys completed."""
+        """Mark each record completed with its result if its token still holds it, in one
+        statement; the keys completed."""
         if not completions:
             return set()
         args = {"completions": json.dumps([asdict(c) for c in completions])}
