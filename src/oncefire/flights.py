@@ -10,9 +10,11 @@ import logging
 import os
 import queue
 import socket
+import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+import weakref
+from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -67,6 +69,7 @@ class Flight:
     entered: execution.Entry = field(default_factory=execution.Entry)
     is_settled: bool = False  # its result no longer counts: its lease was lost
     is_overdue: bool = False  # still running past its deadline: written when it ends
+    is_done: bool = False  # its thread has ended it: collected next
 
     def log_extra(self) -> dict[str, object]:
         """The fields a log line about this attempt carries."""
@@ -78,13 +81,13 @@ class Flights:
 
     def __init__(self, rt: Runtime, concurrency: int) -> None:
         self.rt = rt
-        self.running: dict[Future[Ending], Flight] = {}
+        self.running: dict[int, Flight] = {}  # by id()
         self.ended: list[tuple[Flight, Ending]] = []  # ended, not written yet
         self.first_ended_at = 0.0  # time.monotonic() when the oldest of `ended` ended
         self.mean_duration: float | None = None  # of recent attempts, in seconds
-        # Ended futures, with when they ended.
-        self._done: queue.SimpleQueue[tuple[Future[Ending], float]] = queue.SimpleQueue()
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="oncefire-attempt")
+        # Ended flights, with how (None: cancelled unstarted) and when they ended.
+        self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
+        self._threads = AttemptThreads(rt, self._done)
         self._loop: EventLoopThread | None = None  # started with the first async attempt
 
     def ended_items(self) -> list[tuple[Trigger, Leased, Ending]]:
@@ -99,21 +102,19 @@ class Flights:
         """Start the function of a leased delivery (marked started in the store)."""
         trigger = self.rt.triggers[item.function]
         started = time.monotonic()
-        entered = execution.Entry()
-        future: Future[Ending]
         if trigger.is_async:
             if self._loop is None:
                 self._loop = EventLoopThread()
-            future = self._loop.submit(execution.run_async(self.rt, trigger, item, entered))
             deadline = started + trigger.options.timeout + TIMEOUT_GRACE
+            flight = Flight(item, trigger, deadline, started)
+            future = self._loop.submit(execution.run_async(self.rt, trigger, item, flight.entered))
+            # O(1) per attempt, unlike wait() on them all; the time is when it ended, not
+            # when the loop came to look.
+            future.add_done_callback(lambda f: self._done.put(async_done(flight, f)))
         else:
-            future = self._pool.submit(execution.run, self.rt, trigger, item, entered)
-            deadline = started + trigger.options.timeout
-        flight = Flight(item, trigger, deadline, started, entered)
-        self.running[future] = flight
-        # O(1) per attempt, unlike wait() on them all; the time is when it ended, not when
-        # the loop came to look.
-        future.add_done_callback(lambda f: self._done.put((f, time.monotonic())))
+            flight = Flight(item, trigger, started + trigger.options.timeout, started)
+            self._threads.run(flight)
+        self.running[id(flight)] = flight
         return flight
 
     def collect(self, timeout: float) -> int:
@@ -126,17 +127,19 @@ class Flights:
             done.append(self._done.get(timeout=timeout))
             while True:
                 done.append(self._done.get_nowait())
-        for future, finished in done:
-            flight = self.running.pop(future)
+        for flight, outcome, finished in done:
+            del self.running[id(flight)]
+            if not flight.trigger.is_async:
+                self._threads.busy -= 1
             self.learn(finished - flight.started)
-            if flight.is_settled or future.cancelled():
+            if flight.is_settled or outcome is None:
                 # Its lease was lost: another worker owns the delivery now. The effects it had
                 # are recorded all the same.
                 self._complete_records(flight)
                 continue
             if not self.ended:
                 self.first_ended_at = finished
-            self.ended.append((flight, ending_of(flight, future)))
+            self.ended.append((flight, ending_of(flight, outcome)))
         return len(done)
 
     def _complete_records(self, flight: Flight) -> None:
@@ -208,7 +211,7 @@ class Flights:
         be: their leases run out)."""
         for flight in self.running.values():
             self._complete_records(flight)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.stop()
         if self._loop is not None:
             self._loop.stop()
 
@@ -223,18 +226,82 @@ def timeout_ending(trigger: Trigger) -> Ending:
     return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
 
 
-def ending_of(flight: Flight, future: Future[Ending]) -> Ending:
-    """How a flight whose future is done ended, with the @idempotent records it completed."""
+def ending_of(flight: Flight, outcome: Ending | BaseException) -> Ending:
+    """How a flight ended (what its thread returned, or an error raised outside its
+    function), with the @idempotent records it completed."""
     completed = flight.entered.deferred.take()
-    error = future.exception()
     if flight.is_overdue:
         # Recorded only now that its thread ended: its retry never overlaps it.
         ending = timeout_ending(flight.trigger)
-    elif error is not None:  # raised outside the function: a failed attempt, not a lost one
-        ending = execution.outside_failure(error)
+    elif isinstance(outcome, BaseException):  # a failed attempt, not a lost one
+        ending = execution.outside_failure(outcome)
     else:
-        ending = future.result()
+        ending = outcome
     return replace(ending, completions=completed) if completed else ending
+
+
+# A flight that ended: how (its ending, an error raised outside its function, or None if it
+# was cancelled before it started) and when (time.monotonic()).
+Done = tuple[Flight, Ending | BaseException | None, float]
+
+
+def async_done(flight: Flight, future: Future[Ending]) -> Done:
+    """What the future of an async flight that is done says of it."""
+    if future.cancelled():
+        return flight, None, time.monotonic()
+    error = future.exception()
+    return flight, future.result() if error is None else error, time.monotonic()
+
+
+class AttemptThreads:
+    """The threads that run a worker's sync attempts, one at a time each, started as the
+    attempts in flight need them (the worker's concurrency bounds those). A thread takes a
+    flight from a queue and puts it, ended, on the worker's done queue: no future, lock or
+    callback an attempt (a ThreadPoolExecutor's cost about 9 us more an attempt, a tenth of a
+    no-op event's whole cost). Daemon threads: one still running when the process exits is
+    left to the exit; idle ones end with stop(), or once this object is gone."""
+
+    def __init__(self, rt: Runtime, done: queue.SimpleQueue[Done]) -> None:
+        self.rt = rt
+        self.busy = 0  # flights given to the threads and not collected yet
+        self._done = done
+        self._work: queue.SimpleQueue[Flight | None] = queue.SimpleQueue()
+        self._count = 0  # threads started
+        weakref.finalize(self, self._work.put, None)
+
+    def run(self, flight: Flight) -> None:
+        """Run a flight's function in a thread until it ends."""
+        self.busy += 1
+        if self.busy > self._count:  # each busy thread holds a flight not collected yet
+            name = f"oncefire-attempt_{self._count}"
+            args = (self.rt, self._work, self._done)
+            threading.Thread(target=_serve, args=args, name=name, daemon=True).start()
+            self._count += 1
+        self._work.put(flight)
+
+    def stop(self) -> None:
+        """Cancel the flights no thread has started, and let each thread end after the one
+        it runs."""
+        with suppress(queue.Empty):
+            while (flight := self._work.get_nowait()) is not None:
+                self._done.put((flight, None, time.monotonic()))
+        self._work.put(None)
+
+
+def _serve(
+    rt: Runtime, work: queue.SimpleQueue[Flight | None], done: queue.SimpleQueue[Done]
+) -> None:
+    """An attempt thread: run the flights it is given until told to end (by None, which it
+    passes on to the next thread)."""
+    while (flight := work.get()) is not None:
+        outcome: Ending | BaseException
+        try:
+            outcome = execution.run(rt, flight.trigger, flight.leased, flight.entered)
+        except BaseException as exc:  # outside the function: run() classifies its errors
+            outcome = exc
+        flight.is_done = True
+        done.put((flight, outcome, time.monotonic()))
+    work.put(None)
 
 
 def write_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:

@@ -451,10 +451,15 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
         assert runs.count("queued") == 1
         first.renew()  # fails for both: "queued" must leave the local queue
         release.set()
-        wait_for("the blocker to end", lambda: all(f.done() for f in first.flights.running))
+        wait_for(
+            "the blocker to end", lambda: all(f.is_done for f in first.flights.running.values())
+        )
         first.collect(1.0)
         first.lease_and_start()
-        wait_for("the first worker to settle", lambda: all(f.done() for f in first.flights.running))
+        wait_for(
+            "the first worker to settle",
+            lambda: all(f.is_done for f in first.flights.running.values()),
+        )
         assert runs.count("queued") == 1, runs
     finally:
         release.set()

@@ -1,0 +1,90 @@
+"""A worker's attempt threads (flights.AttemptThreads): as many as its attempts in flight need,
+never more than its concurrency, and none left behind once it shuts down or is dropped."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+from oncefire import App
+from oncefire.events import Event
+from oncefire.worker import Worker
+
+WAIT = 10.0
+
+
+def attempt_threads() -> list[threading.Thread]:
+    """The attempt threads alive in this process."""
+    return [t for t in threading.enumerate() if t.name.startswith("oncefire-attempt_")]
+
+
+def until_gone(before: set[threading.Thread]) -> list[threading.Thread]:
+    """Attempt threads not in `before` still alive after waiting up to WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while (left := [t for t in attempt_threads() if t not in before]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+    return left
+
+
+def test_attempts_run_on_at_most_concurrency_threads_which_end_with_the_worker(
+    app: App,
+) -> None:
+    names: set[str] = set()
+
+    @app.on_message("t")
+    def work(event: Event) -> None:
+        names.add(threading.current_thread().name)
+
+    before = set(attempt_threads())
+    for n in range(40):
+        app.publish("t", {"n": n})
+    worker = Worker(app.runtime, concurrency=3)
+    assert worker.drain()["succeeded"] == 40
+    assert names and len(names) <= 3, names
+    assert len([t for t in attempt_threads() if t not in before]) <= 3
+    worker.shutdown()
+    assert until_gone(before) == []
+
+
+def test_attempt_threads_of_a_worker_dropped_without_shutdown_end(app: App) -> None:
+    app.on_message("t")(lambda event: None)
+    before = set(attempt_threads())
+    app.publish("t", {})
+    worker = Worker(app.runtime, concurrency=2)
+    assert worker.drain()["succeeded"] == 1
+    assert [t for t in attempt_threads() if t not in before]
+    del worker
+    gc.collect()
+    assert until_gone(before) == []
+
+
+def test_a_thread_runs_one_attempt_at_a_time_and_slow_ones_do_not_hold_up_others(
+    app: App,
+) -> None:
+    release = threading.Event()
+    ran: list[str] = []
+
+    @app.on_message("t")
+    def work(event: Event) -> None:
+        if event.data.data["slow"]:
+            release.wait(WAIT)
+        ran.append(event.data.data["name"])
+
+    app.publish("t", {"slow": True, "name": "slow"})
+    for n in range(5):
+        app.publish("t", {"slow": False, "name": f"quick{n}"})
+    worker = Worker(app.runtime, concurrency=2)
+    try:
+        deadline = time.monotonic() + WAIT
+        while len(ran) < 5 and time.monotonic() < deadline:
+            worker.lease_and_start()
+            worker.collect(0.02)
+        assert sorted(ran) == [f"quick{n}" for n in range(5)], "one slot stays free"
+        release.set()
+        assert worker.drain()["succeeded"] == 6
+    finally:
+        release.set()
+        worker.shutdown()
