@@ -25,6 +25,7 @@ import math
 import threading
 import time
 from collections import Counter, deque
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from oncefire import execution, marking, ticks, ttl
@@ -123,9 +124,8 @@ class Worker:
             and not self.has_stuck_attempt
             and not self._is_solo_held
         )
-        # Queued deliveries are marked started a wave ahead (see marking.py); a turn commits
-        # only when the next one to start is not marked yet.
-        is_marking = any(c.lease.delivery_id not in self._marked for c in list(self._queue)[:free])
+        # A turn commits when the next queued delivery to start is not marked yet (marking.py).
+        is_marking = any(c.lease.delivery_id not in self._marked for c in islice(self._queue, free))
         must_write = bool(self.flights.ended) and (
             is_marking  # a commit happens anyway
             or not self._queue
@@ -254,7 +254,7 @@ class Worker:
             self._count_written(write_all(self.rt, self.name, self.flights.ended))
 
     def _count_written(self, written: Counter[str]) -> None:
-        # A summary counts what the store written: not a result whose lease was lost.
+        # A summary counts what the store wrote: not a result whose lease was lost.
         self.outcomes.update(written)
         self.flights.ended.clear()
 
