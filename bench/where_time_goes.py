@@ -31,7 +31,9 @@ from benchlib import BENCH, SRC, WORK, log, write_json
 from harness import Backlog, backlog_store, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
-IDLE_CALLS = (".get(timeout", ".wait(", "sleep(", "select(", ".poll(")
+# A blocking call in C, told by its line: `.get()` is an attempt thread waiting for work
+# (flights.AttemptThreads) or a worker for a queue.
+IDLE_CALLS = (".get(timeout", ".get()", ".wait(", "sleep(", "select(", ".poll(")
 IDLE = "idle (waiting for work)"
 # A worker's loop waiting for the attempts it started (their threads' wake-up, the GIL):
 # not idle, since work is in hand, and not the functions' own time.
