@@ -87,7 +87,7 @@ class Flights:
         self.mean_duration: float | None = None  # of recent attempts, in seconds
         # Ended flights, with how (None: cancelled unstarted) and when they ended.
         self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
-        self._threads = AttemptThreads(rt, self._done)
+        self._threads = AttemptThreads(rt, self._done, concurrency)
         self._loop: EventLoopThread | None = None  # started with the first async attempt
 
     def ended_items(self) -> list[tuple[Trigger, Leased, Ending]]:
@@ -255,14 +255,15 @@ def async_done(flight: Flight, future: Future[Ending]) -> Done:
 
 class AttemptThreads:
     """The threads that run a worker's sync attempts, one at a time each, started as the
-    attempts in flight need them (the worker's concurrency bounds those). A thread takes a
+    attempts in flight need them, up to `most` (more wait for a thread). A thread takes a
     flight from a queue and puts it, ended, on the worker's done queue: no future, lock or
     callback an attempt (a ThreadPoolExecutor's cost about 9 us more an attempt, a tenth of a
     no-op event's whole cost). Daemon threads: one still running when the process exits is
     left to the exit; idle ones end with stop(), or once this object is gone."""
 
-    def __init__(self, rt: Runtime, done: queue.SimpleQueue[Done]) -> None:
+    def __init__(self, rt: Runtime, done: queue.SimpleQueue[Done], most: int) -> None:
         self.rt = rt
+        self.most = most
         self.busy = 0  # flights given to the threads and not collected yet
         self._done = done
         self._work: queue.SimpleQueue[Flight | None] = queue.SimpleQueue()
@@ -272,7 +273,8 @@ class AttemptThreads:
     def run(self, flight: Flight) -> None:
         """Run a flight's function in a thread until it ends."""
         self.busy += 1
-        if self.busy > self._count:  # each busy thread holds a flight not collected yet
+        # Each busy thread holds a flight not collected yet.
+        if self.busy > self._count and self._count < self.most:
             name = f"oncefire-attempt_{self._count}"
             args = (self.rt, self._work, self._done)
             threading.Thread(target=_serve, args=args, name=name, daemon=True).start()

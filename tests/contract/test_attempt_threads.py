@@ -9,6 +9,7 @@ import time
 
 from oncefire import App
 from oncefire.events import Event
+from oncefire.flights import Flights
 from oncefire.worker import Worker
 
 WAIT = 10.0
@@ -88,3 +89,40 @@ def test_a_thread_runs_one_attempt_at_a_time_and_slow_ones_do_not_hold_up_others
     finally:
         release.set()
         worker.shutdown()
+
+
+def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
+    # Flights of one slot given two attempts at once (a worker never does: its free slots
+    # bound what it starts): one thread runs them one after the other.
+    release = threading.Event()
+    ran: list[tuple[int, str]] = []
+
+    @app.on_message("t")
+    def work(event: Event) -> None:
+        ran.append((event.data.data["n"], threading.current_thread().name))
+        if event.data.data["n"] == 0:
+            release.wait(WAIT)
+
+    for n in range(2):
+        app.publish("t", {"n": n})
+    now = app.clock.now()
+    taken = app.store.take_due(
+        worker="w", now=now, lease_until=now + 30, limit=2, functions=["work"], caps={}
+    )
+    flights = Flights(app.runtime, 1)
+    try:
+        for item in sorted(app.store.with_events(taken), key=lambda i: i.lease.delivery_id):
+            flights.start(item)
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            flights.collect(0.05)
+        assert [n for n, _ in ran] == [0], "the second waits for the only thread"
+        release.set()
+        deadline = time.monotonic() + WAIT
+        while flights.running and time.monotonic() < deadline:
+            flights.collect(0.05)
+        assert [n for n, _ in ran] == [0, 1]
+        assert len({name for _, name in ran}) == 1
+    finally:
+        release.set()
+        flights.stop()
