@@ -25,6 +25,7 @@ from oncefire import worker as worker_module
 from oncefire.events import Event
 from oncefire.stores import sqlite_connections as sqlite_store
 from oncefire.testing import TestClock
+from stopping import stop_outside_a_write
 
 pytestmark = pytest.mark.e2e
 
@@ -325,7 +326,7 @@ def test_a_stopped_process_that_resumes_past_its_lease_changes_nothing(
     workers = start(2)
     event_id = workers.app.publish("zombie", {"sleep": 1.0})
     zombie = workers.started(event_id, 1)
-    os.kill(zombie, signal.SIGSTOP)
+    stop_outside_a_write(workers.store_url, zombie)
     try:
         attempts = workers.settled(event_id)
     finally:
