@@ -69,7 +69,7 @@ class Flight:
     entered: execution.Entry = field(default_factory=execution.Entry)
     is_settled: bool = False  # its result no longer counts: its lease was lost
     is_overdue: bool = False  # still running past its deadline: written when it ends
-    is_done: bool = False  # its thread has ended it: collected next
+    is_done: bool = False  # its thread (or the event loop) has ended it: collected next
 
     def log_extra(self) -> dict[str, object]:
         """The fields a log line about this attempt carries."""
@@ -247,6 +247,7 @@ Done = tuple[Flight, Ending | BaseException | None, float]
 
 def async_done(flight: Flight, future: Future[Ending]) -> Done:
     """What the future of an async flight that is done says of it."""
+    flight.is_done = True
     if future.cancelled():
         return flight, None, time.monotonic()
     error = future.exception()

@@ -126,3 +126,24 @@ def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
     finally:
         release.set()
         flights.stop()
+
+
+def test_a_flight_says_it_ended_sync_or_async(app: App) -> None:
+    @app.on_message("sync")
+    def plain(event: Event) -> None: ...
+
+    @app.on_message("async")
+    async def awaited(event: Event) -> None: ...
+
+    app.publish("sync", {})
+    app.publish("async", {})
+    worker = Worker(app.runtime, concurrency=2)
+    try:
+        assert worker.lease_and_start() == 2
+        flights = list(worker.flights.running.values())
+        deadline = time.monotonic() + WAIT
+        while not all(f.is_done for f in flights) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(f.trigger.name for f in flights if f.is_done) == ["awaited", "plain"]
+    finally:
+        worker.shutdown()
