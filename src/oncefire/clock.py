@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -20,6 +21,8 @@ class SystemClock:
         return time.time()
 
 
+@functools.lru_cache(maxsize=1024)
 def to_datetime(seconds: float) -> datetime:
-    """Seconds since the epoch as a timezone-aware UTC datetime."""
+    """Seconds since the epoch as a timezone-aware UTC datetime (remembered: an event's time
+    and its document's create and update times are often one time, asked three times)."""
     return datetime.fromtimestamp(seconds, tz=UTC)

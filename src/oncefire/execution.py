@@ -283,10 +283,12 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
             done = rt.store.complete_many(
                 [(leased.lease, _complete(rt, ending)) for _, leased, ending in successes]
             )
+            is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once an event
             for trigger, leased, _ in successes:
                 if leased.lease.delivery_id in done:
                     written[Outcome.SUCCEEDED] += 1
-                    _log(trigger, leased, "succeeded", level=logging.DEBUG)
+                    if is_logged:
+                        _log(trigger, leased, "succeeded", level=logging.DEBUG)
                 else:
                     _log(trigger, leased, LEASE_LOST, level=logging.WARNING)
         for trigger, leased, ending in items:
@@ -376,7 +378,7 @@ def run(rt: Runtime, trigger: Trigger, leased: Leased, entered: Entry | None = N
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.running(leased.event, rt.settings.max_event_depth):  # what it writes
+    with lineage.Running(leased.event, rt.settings.max_event_depth):  # what it writes
         return call(rt, trigger, event, entered, started_at)
 
 
@@ -388,7 +390,7 @@ async def run_async(
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.running(leased.event, rt.settings.max_event_depth):  # this task's context
+    with lineage.Running(leased.event, rt.settings.max_event_depth):  # this task's context
         ending = await call_async(rt, trigger, event, entered)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 

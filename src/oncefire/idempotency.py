@@ -197,10 +197,12 @@ class Deferred:
     in the same transaction (no statement of their own). Once the worker has taken them (the
     attempt ended, or is written as timed out), a later completion is written at once."""
 
+    # One lock for all: one made per attempt cost more than the rare offers wait on it.
+    _lock = threading.Lock()
+
     def __init__(self) -> None:
         self._completions: list[IdempotencyCompletion] = []
         self._is_taken = False
-        self._lock = threading.Lock()
 
     def offer(self, completion: IdempotencyCompletion) -> bool:
         """Keep a completion for the attempt's ending; False once they were taken."""

@@ -127,6 +127,8 @@ class Trigger:
     is_change: bool = False  # event.data is a Change(before, after)
     dead_letter_topic: str | None = None
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
+    # Whether the function is an `async def`: asked twice an attempt, so found once.
+    is_async: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
@@ -134,11 +136,7 @@ class Trigger:
                 f"The function of trigger {self.name!r} is {self.fn!r}, which cannot be called: "
                 "decorate a def."
             )
-
-    @property
-    def is_async(self) -> bool:
-        """Whether the function is an `async def`."""
-        return inspect.iscoroutinefunction(self.fn)
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
 
     def matches(self, event_type: str, source: str) -> dict[str, str] | None:
         """The params if an event of this type and source starts this function, else None."""
