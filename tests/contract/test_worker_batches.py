@@ -124,3 +124,38 @@ def test_a_drain_commits_a_transaction_per_batch_not_per_event(
     # deliveries started).
     assert len(batches) <= 8, batches
     assert ["complete_many", "take_due"] in batches
+
+
+class HalfSeconds:
+    """A clock that steps half a second a reading and tells whole seconds as ints (a Clock
+    may give ints): a batch's times are then ints and floats mixed."""
+
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+
+    def now(self) -> float:
+        self.t += 0.5
+        return int(self.t) if self.t.is_integer() else self.t
+
+
+def test_a_batch_whose_times_mix_ints_and_floats_is_written_in_one(
+    make_app: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(clock=HalfSeconds())
+
+    @app.on_message("quick")
+    def quick(event: Event) -> None:
+        pass
+
+    with app.store.batch():
+        ids = [app.publish("quick", {"n": n}) for n in range(10)]
+    worker = Worker(app.runtime, concurrency=4)
+    try:
+        summary = worker.drain()
+    finally:
+        worker.shutdown()
+    assert summary.outcomes == {"succeeded": 10}
+    finished = [a["finished_at"] for i in ids for a in app.store.attempts(i)]
+    assert len(finished) == 10 and all(t >= 1_800_000_000 for t in finished)
+    # Not one at a time after the batch's write failed.
+    assert "one attempt at a time" not in caplog.text

@@ -39,7 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from oncefire.stores.postgres_clock import DatabaseClock
 from oncefire.stores.postgres_listener import Listener
 from oncefire.stores.postgres_pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
-from oncefire.stores.postgres_statements import PostgresStatements
+from oncefire.stores.postgres_statements import PostgresStatements, floats
 from oncefire.stores.postgres_tx import PostgresTx, lock_key, set_document_args
 from oncefire.stores.rate_buckets import Buckets
 
@@ -297,9 +297,9 @@ class PostgresStore(SqlStore):
         args = {
             "ids": [lease.delivery_id for lease, _ in items],
             "tokens": [lease.token for lease, _ in items],
-            "finished": [result.finished_at for _, result in items],
-            "started": [result.started_at for _, result in items],
-            "cpu": [result.cpu_seconds for _, result in items],
+            "finished": floats([result.finished_at for _, result in items]),
+            "started": floats([result.started_at for _, result in items]),
+            "cpu": floats([result.cpu_seconds for _, result in items]),
             "reads": [result.reads for _, result in items],
             "writes": [result.writes for _, result in items],
             "bounds": list(DURATION_BOUNDS),

@@ -47,3 +47,9 @@ class PostgresStatements:
             faults.before(name)
             self.conn.cursor().executemany(self.queries[name], rows)
             faults.after(name)
+
+
+def floats(values: Sequence[float | None]) -> list[float | None]:
+    """Values for a binary float8[] parameter (`%(x)b`), which takes one Python type: an int
+    among floats (a custom clock's time) is refused, so each is made a float."""
+    return [None if v is None else float(v) for v in values]
