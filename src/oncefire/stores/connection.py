@@ -4,6 +4,7 @@ connection or inside a transaction (fetch, execute, count, execute_many), for ea
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -33,17 +34,28 @@ class Statements(Protocol):
 
 
 def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
-    """SQLite has no arrays: a list argument `:ids` becomes `:ids_0, :ids_1, ...` (an empty
-    list, nothing: SQLite accepts `IN ()`)."""
+    """SQLite has no arrays: a list argument read as `json_each(:ids)` is sent as JSON text,
+    one parameter (a batch's ids: binding 512 named parameters costs half a millisecond);
+    any other list argument `:ids` becomes `:ids_0, :ids_1, ...` (an empty list, nothing:
+    SQLite accepts `IN ()`)."""
     flat: dict[str, Any] = {}
     lengths = []
+    as_json = _json_keys(sql)
     for key, value in args.items():
-        if isinstance(value, list | tuple):
+        if isinstance(value, list | tuple) and key in as_json:
+            flat[key] = json.dumps(value)
+        elif isinstance(value, list | tuple):
             flat.update(zip((f"{key}_{i}" for i in range(len(value))), value, strict=True))
             lengths.append((key, len(value)))
         else:
             flat[key] = value
     return (_expanded(sql, tuple(lengths)) if lengths else sql), flat
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_keys(sql: str) -> frozenset[str]:
+    """The list parameters a statement reads with json_each."""
+    return frozenset(re.findall(r"json_each\(:(\w+)\)", sql))
 
 
 @functools.lru_cache(maxsize=1024)

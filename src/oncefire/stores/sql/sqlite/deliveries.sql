@@ -1,5 +1,6 @@
 -- Deliveries: leasing due ones, ending them with their attempt's row, renewing, rescuing.
--- A list parameter (:ids) stands for as many placeholders as it has values.
+-- A list parameter (:functions) stands for as many placeholders as it has values; one read
+-- with json_each(:ids) is sent as one JSON text (a batch's ids: one parameter, not 512).
 
 -- name: due_deliveries
 -- The due index walks pending rows in run_at order and stops at LIMIT; the planner would
@@ -24,11 +25,11 @@ UPDATE oncefire_deliveries SET state = 'running', attempt = attempt + 1,
     lease_token = :token, lease_until = :lease_until, worker = :worker,
     started_at = CASE WHEN :is_ahead OR id IS :head THEN :now END,
     ahead = CASE WHEN id IS :head THEN 0 ELSE :is_ahead END
-WHERE id IN (:ids) AND state = 'pending'
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'
 RETURNING run_at, id, function, attempt, event_id, replayed_at, solo;
 
 -- name: events_by_id
-SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events WHERE id IN (:ids);
+SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: running_counts
 SELECT function, count(*) FROM oncefire_deliveries
@@ -46,7 +47,7 @@ RETURNING id, event_id, function, attempt, worker, started_at;
 -- finished at the latest of their times (retention needs it to the minute, not closer).
 UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
-WHERE lease_token = :token AND state = 'running' AND id IN (:ids)
+WHERE lease_token = :token AND state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_retried
@@ -101,7 +102,7 @@ AND NOT EXISTS (SELECT 1 FROM oncefire_deliveries o WHERE o.event_id = oncefire_
 -- alone from now on.
 UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1, lease_token = NULL,
     lease_until = NULL, worker = NULL, solo = max(solo, :is_solo)
-WHERE lease_token = :token AND state = 'running' AND id IN (:ids);
+WHERE lease_token = :token AND state = 'running' AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: start_leases
 -- Leased deliveries of one token whose functions start: started_at is their attempt's start
@@ -109,12 +110,12 @@ WHERE lease_token = :token AND state = 'running' AND id IN (:ids);
 -- uncharged). :is_ahead = 1: marked with others, a wave ahead: if their worker dies they are
 -- handed back uncharged and solo.
 UPDATE oncefire_deliveries SET started_at = COALESCE(started_at, :now), ahead = :is_ahead
-WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (:ids)
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id;
 
 -- name: renew_leases
 UPDATE oncefire_deliveries SET lease_until = :lease_until
-WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (:ids)
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id;
 
 -- name: expired_leases
