@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 HOUR = 3600.0
 
@@ -40,21 +39,24 @@ def upper_bound(bin_index: int) -> float:
     return DURATION_BOUNDS[min(bin_index, len(DURATION_BOUNDS) - 1)]
 
 
-def rows_for(attempts: Iterable[Mapping[str, Any]]) -> list[dict[str, object]]:
-    """A batch of attempt rows (function, started_at, finished_at, outcome, cpu_seconds,
-    number, and reads and writes when counted) summed per bucket: one upsert row per bucket
-    touched."""
+# An attempt's figures for its bucket: function, number, started_at, finished_at, outcome,
+# cpu_seconds, reads, writes (None: not counted).
+Figures = tuple[str, int, float, float, str, float | None, int | None, int | None]
+
+
+def rows_for(attempts: Iterable[Figures]) -> list[dict[str, object]]:
+    """A batch of attempts' figures summed per bucket: one upsert row per bucket touched."""
     sums: dict[tuple[str, float, str, int], list[float]] = {}
-    for a in attempts:
-        duration = a["finished_at"] - a["started_at"]
-        key = (a["function"], hour_of(a["finished_at"]), a["outcome"], bin_of(duration))
+    for function, number, started_at, finished_at, outcome, cpu, reads, writes in attempts:
+        duration = finished_at - started_at
+        key = (function, hour_of(finished_at), outcome, bin_of(duration))
         entry = sums.setdefault(key, [0, 0.0, 0.0, 0, 0, 0])
         entry[0] += 1
         entry[1] += max(duration, 0.0)
-        entry[2] += a["cpu_seconds"] or 0.0
-        entry[3] = max(entry[3], a["number"])
-        entry[4] += a.get("reads") or 0
-        entry[5] += a.get("writes") or 0
+        entry[2] += cpu or 0.0
+        entry[3] = max(entry[3], number)
+        entry[4] += reads or 0
+        entry[5] += writes or 0
     return [
         {
             "function": function,

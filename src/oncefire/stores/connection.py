@@ -94,8 +94,8 @@ class SqliteStatements:
         """Run a statement; the number of rows it changed."""
         return int(self._run(name, args, lambda c: c.rowcount))
 
-    def execute_many(self, name: str, rows: Sequence[Args]) -> None:
-        """Run a statement once per set of arguments."""
+    def execute_many(self, name: str, rows: Sequence[Args] | Sequence[Row]) -> None:
+        """Run a statement once per set of arguments (tuples for `?` placeholders)."""
         faults.before(name)
         self.conn.executemany(self.queries[name], rows)
         faults.after(name)

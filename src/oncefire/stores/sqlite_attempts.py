@@ -16,31 +16,21 @@ def write_attempts(
 ) -> None:
     """The attempt rows of deliveries that just ended: an attempt is written once, when
     it ends; until then its delivery tells of it."""
-    rows = []
+    rows: list[Row] = []  # in insert_attempt's column order: bound by position
+    figures: list[buckets.Figures] = []
     for delivery_id, event_id, function, number, worker, marked_at in ended:
         result = results[delivery_id]
         started = next(
             t for t in (result.started_at, marked_at, result.finished_at) if t is not None
         )
-        rows.append(
-            {
-                "delivery_id": delivery_id,
-                "event_id": event_id,
-                "function": function,
-                "number": number,
-                "worker": worker,
-                "started_at": started,
-                "finished_at": result.finished_at,
-                "outcome": result.outcome,
-                "error": result.error,
-                "cpu_seconds": result.cpu_seconds,
-                "reads": result.reads,
-                "writes": result.writes,
-            }
-        )
+        finished, outcome, error = result.end, result.outcome, result.error
+        cpu, reads, writes = result.cpu_seconds, result.reads, result.writes
+        row = (delivery_id, event_id, function, number, worker, started, finished, outcome, error)
+        rows.append((*row, cpu, reads, writes))
+        figures.append((function, number, started, finished, outcome, cpu, reads, writes))
     st.execute_many("insert_attempt", rows)
     # In the same transaction: the buckets never disagree with the attempt rows.
-    st.execute_many("add_to_bucket", buckets.rows_for(rows))
+    st.execute_many("add_to_bucket", buckets.rows_for(figures))
 
 
 def expired_claims(

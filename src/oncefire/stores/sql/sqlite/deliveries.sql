@@ -73,10 +73,11 @@ WHERE id = :id AND state = 'running' AND lease_token = :token
 RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: insert_attempt
+-- Bound by position, a row a tuple in the columns' order: a batch's rows by name cost a
+-- microsecond more each (twelve names looked up a row).
 INSERT INTO oncefire_attempts (delivery_id, event_id, function, number, worker, started_at,
     finished_at, outcome, error, cpu_seconds, reads, writes)
-VALUES (:delivery_id, :event_id, :function, :number, :worker, :started_at, :finished_at,
-    :outcome, :error, :cpu_seconds, :reads, :writes);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: add_to_bucket
 -- A batch's attempts summed per bucket in Python, then one upsert a bucket.
