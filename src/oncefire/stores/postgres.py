@@ -241,7 +241,9 @@ class PostgresStore(SqlStore):
         self._listener.working()
         offset = self.database_clock.offset()
         rated = {f: r for f, r in (rates or {}).items() if f in functions}
+        token = uuid.uuid4().hex  # one a lease batch: the lease is the delivery id with it
         args: dict[str, Any] = {
+            "token": token,
             "now": now,
             "lease_until": lease_until + offset,
             "worker": worker,
@@ -272,7 +274,7 @@ class PostgresStore(SqlStore):
                 if buckets is not None:
                     buckets.spend(st, Counter(r[1] for r in rows))
         return [  # the events come in the lease's own statement
-            Taken(Lease(r[0], r[3]), r[1], r[2], now, r[4], r[12], r[13], StoredEvent(*r[4:12]))
+            Taken(Lease(r[0], token), r[1], r[2], now, r[3], r[11], r[12], StoredEvent(*r[3:11]))
             for r in rows
         ]
 

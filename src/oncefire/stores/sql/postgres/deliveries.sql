@@ -14,7 +14,9 @@ SET LOCAL enable_bitmapscan = off;
 
 -- name: lease_due
 -- Lock due deliveries (SKIP LOCKED: those other workers hold are passed over), make them
--- running under a fresh lease and return them with their events. %(ids)s, if not empty,
+-- running under a fresh lease and return them with their events. The batch shares one token
+-- (%(token)s): the lease is a delivery's id with it (a token a row cost 1.6 us of the server's
+-- time each). %(ids)s, if not empty,
 -- limits them to those delivery ids; %(is_ahead)s marks them started a wave ahead too, as
 -- start_leases would, but the first started when it starts alone (%(free_slots)s is 1, or it
 -- is the only one).
@@ -46,16 +48,15 @@ WITH due AS (
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
-        lease_token = replace(gen_random_uuid()::text, '-', ''),
+        lease_token = %(token)s,
         lease_until = %(lease_until)s, worker = %(worker)s,
         started_at = CASE WHEN %(is_ahead)s THEN %(now)s END,
         ahead = %(is_ahead)s AND NOT chosen.is_head_started
     FROM chosen WHERE d.id = chosen.id
-    RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
-        d.solo
+    RETURNING d.id, d.function, d.attempt, d.event_id, d.run_at, d.replayed_at, d.solo
 )
-SELECT t.id, t.function, t.attempt, t.lease_token, e.id, e.type, e.source, e.time, e.data,
-    e.size, e.root_id, e.depth, t.replayed_at, t.solo
+SELECT t.id, t.function, t.attempt, e.id, e.type, e.source, e.time, e.data, e.size,
+    e.root_id, e.depth, t.replayed_at, t.solo
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id ORDER BY t.run_at, t.id;
 
 -- name: lease_due_capped
@@ -98,16 +99,15 @@ WITH due AS (
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
 ), taken AS (
     UPDATE oncefire_deliveries d SET state = 'running', attempt = d.attempt + 1,
-        lease_token = replace(gen_random_uuid()::text, '-', ''),
+        lease_token = %(token)s,
         lease_until = %(lease_until)s, worker = %(worker)s,
         started_at = CASE WHEN %(is_ahead)s THEN %(now)s END,
         ahead = %(is_ahead)s AND NOT chosen.is_head_started
     FROM chosen WHERE d.id = chosen.id
-    RETURNING d.id, d.function, d.attempt, d.event_id, d.lease_token, d.run_at, d.replayed_at,
-        d.solo
+    RETURNING d.id, d.function, d.attempt, d.event_id, d.run_at, d.replayed_at, d.solo
 )
-SELECT t.id, t.function, t.attempt, t.lease_token, e.id, e.type, e.source, e.time, e.data,
-    e.size, e.root_id, e.depth, t.replayed_at, t.solo
+SELECT t.id, t.function, t.attempt, e.id, e.type, e.source, e.time, e.data, e.size,
+    e.root_id, e.depth, t.replayed_at, t.solo
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id ORDER BY t.run_at, t.id;
 
 -- name: lock_function
