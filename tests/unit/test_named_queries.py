@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from oncefire.errors import StoreError
 from oncefire.stores import queries
+from oncefire.stores.connection import SHORT_LIST, expand_lists
 
 STORES = Path(queries.__file__).parent
 
@@ -57,3 +60,20 @@ def test_every_notification_uses_the_listened_channel() -> None:
     for sql in notifying:
         assert set(re.findall(r"oncefire_wake\('([a-z]+)'", sql)) == {CHANNEL}
         assert set(re.findall(r"count\(\*\) <= (\d+)", sql)) <= {str(MAX_NOTIFY_IDS)}
+
+
+def test_a_sqlite_list_read_with_json_each_is_one_json_parameter_unless_short() -> None:
+    sql = "SELECT id FROM t WHERE id IN (SELECT value FROM json_each(:ids)) AND f IN (:names)"
+    long_ids, short_ids = list(range(SHORT_LIST + 1)), [3, 5]
+    text, flat = expand_lists(sql, {"ids": long_ids, "names": ["a", "b"]})
+    assert text == sql.replace(":names", ":names_0, :names_1")
+    assert flat == {"ids": json.dumps(long_ids), "names_0": "a", "names_1": "b"}
+    text, flat = expand_lists(sql, {"ids": short_ids, "names": []})
+    assert text == "SELECT id FROM t WHERE id IN (:ids_0, :ids_1) AND f IN ()"
+    assert flat == {"ids_0": 3, "ids_1": 5}
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, f TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(n, "a") for n in range(40)])
+    for ids in (long_ids, short_ids, []):
+        found = conn.execute(*expand_lists(sql, {"ids": ids, "names": ["a"]})).fetchall()
+        assert sorted(r[0] for r in found) == ids

@@ -33,16 +33,23 @@ class Statements(Protocol):
         """Run a statement once per set of arguments."""
 
 
+# A list read with json_each this short is bound value by value all the same: a batch of one
+# (per-event acknowledgement) pays less for a placeholder than for JSON and json_each.
+SHORT_LIST = 16
+# How a statement reads a list as JSON: `id IN (SELECT value FROM json_each(:ids))`.
+_JSON_LIST = re.compile(r"\(SELECT value FROM json_each\(:(\w+)\)\)")
+
+
 def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
-    """SQLite has no arrays: a list argument read as `json_each(:ids)` is sent as JSON text,
-    one parameter (a batch's ids: binding 512 named parameters costs half a millisecond);
-    any other list argument `:ids` becomes `:ids_0, :ids_1, ...` (an empty list, nothing:
-    SQLite accepts `IN ()`)."""
+    """SQLite has no arrays: a list argument read as `(SELECT value FROM json_each(:ids))` is
+    sent as JSON text, one parameter (a batch's ids: binding 512 named parameters costs half a
+    millisecond), unless it is short; any other list argument `:ids` becomes `:ids_0, :ids_1,
+    ...` (an empty list, nothing: SQLite accepts `IN ()`)."""
     flat: dict[str, Any] = {}
     lengths = []
     as_json = _json_keys(sql)
     for key, value in args.items():
-        if isinstance(value, list | tuple) and key in as_json:
+        if isinstance(value, list | tuple) and key in as_json and len(value) > SHORT_LIST:
             flat[key] = json.dumps(value)
         elif isinstance(value, list | tuple):
             flat.update(zip((f"{key}_{i}" for i in range(len(value))), value, strict=True))
@@ -54,8 +61,13 @@ def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
 
 @functools.lru_cache(maxsize=1024)
 def _json_keys(sql: str) -> frozenset[str]:
-    """The list parameters a statement reads with json_each."""
-    return frozenset(re.findall(r"json_each\(:(\w+)\)", sql))
+    """The list parameters a statement reads with `SELECT value FROM json_each(:name)`."""
+    return frozenset(_JSON_LIST.findall(sql))
+
+
+def _listed(key: str, found: re.Match[str]) -> str:
+    """`(:key)` where the JSON list of key is read, the text found anywhere else."""
+    return f"(:{key})" if found[1] == key else found[0]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -63,7 +75,10 @@ def _expanded(sql: str, lengths: tuple[tuple[str, int], ...]) -> str:
     """A statement with each list parameter replaced by as many placeholders as it has values
     (kept: a statement runs with the same lengths again and again, inside the write lock)."""
     for key, length in lengths:
-        sql = re.sub(rf":{key}\b", ", ".join(f":{key}_{i}" for i in range(length)), sql)
+        listed = ", ".join(f":{key}_{i}" for i in range(length))
+        # A short list read as JSON is bound value by value: `IN (:ids_0, ...)`.
+        sql = _JSON_LIST.sub(functools.partial(_listed, key), sql)
+        sql = re.sub(rf":{key}\b", listed, sql)
     return sql
 
 
