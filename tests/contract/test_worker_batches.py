@@ -4,7 +4,7 @@ in the transaction that leases the next one."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -139,7 +139,7 @@ class HalfSeconds:
 
 
 def test_a_batch_whose_times_mix_ints_and_floats_is_written_in_one(
-    make_app: Any, caplog: pytest.LogCaptureFixture
+    make_app: Callable[..., App], caplog: pytest.LogCaptureFixture
 ) -> None:
     app = make_app(clock=HalfSeconds())
 
