@@ -134,12 +134,24 @@ def backlog_pages(t: Target) -> int | None:
     return int(row[0])
 
 
-def ratio(empty: list[float], loaded: list[float]) -> dict[str, Any]:
-    """loaded / empty as a ratio of medians, with the spread of the extremes."""
+def ratio(
+    empty_rates: list[float | None], loaded_rates: list[float | None]
+) -> dict[str, Any] | None:
+    """loaded / empty as a ratio of medians, with the spread of the extremes; None when a
+    run was not timed (a smoke run's few hundred events can drain between two counts)."""
+    empty = [r for r in empty_rates if r]
+    loaded = [r for r in loaded_rates if r]
+    if len(empty) < len(empty_rates) or len(loaded) < len(loaded_rates) or not empty:
+        return None
     med = statistics.median(loaded) / statistics.median(empty)
     low, high = min(loaded) / max(empty), max(loaded) / min(empty)
     reads = "no measurable change" if low <= 1 <= high else f"{med - 1:+.0%}"
     return {"ratio": med, "low": low, "high": high, "reads": reads}
+
+
+def said(r: dict[str, Any] | None) -> str:
+    """What a ratio reads as, or that it was not timed."""
+    return "not timed" if r is None else str(r["reads"])
 
 
 def run_store(kind: str, sizes: dict[str, int], args: Any) -> dict[str, Any]:
@@ -209,7 +221,7 @@ def main() -> None:
         r["facts"] = facts(sampler, started)
     for kind, r in results.items():
         log(
-            f"{kind}: drain {r['drain_ratio']['reads']}, writes {r['write_ratio']['reads']};"
+            f"{kind}: drain {said(r['drain_ratio'])}, writes {said(r['write_ratio'])};"
             f" stats {r['loaded']['stats_ms']['median']:.1f} ms,"
             f" count {r['loaded']['count_ms']['median']:.2f} ms,"
             f" list {r['loaded']['list_ms']['median']:.2f} ms,"
