@@ -29,7 +29,8 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'
 RETURNING run_at, id, function, attempt, event_id, replayed_at, solo;
 
 -- name: events_by_id
-SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events WHERE id IN (SELECT value FROM json_each(:ids));
+SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events
+WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: running_counts
 SELECT function, count(*) FROM oncefire_deliveries
@@ -47,7 +48,8 @@ RETURNING id, event_id, function, attempt, worker, started_at;
 -- finished at the latest of their times (retention needs it to the minute, not closer).
 UPDATE oncefire_deliveries SET state = 'succeeded', error = NULL, lease_token = NULL,
     lease_until = NULL, finished_at = :finished_at
-WHERE lease_token = :token AND state = 'running' AND id IN (SELECT value FROM json_each(:ids))
+WHERE lease_token = :token AND state = 'running'
+    AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id, event_id, function, attempt, worker, started_at;
 
 -- name: end_retried
@@ -103,7 +105,8 @@ AND NOT EXISTS (SELECT 1 FROM oncefire_deliveries o WHERE o.event_id = oncefire_
 -- alone from now on.
 UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1, lease_token = NULL,
     lease_until = NULL, worker = NULL, solo = max(solo, :is_solo)
-WHERE lease_token = :token AND state = 'running' AND id IN (SELECT value FROM json_each(:ids));
+WHERE lease_token = :token AND state = 'running'
+    AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: start_leases
 -- Leased deliveries of one token whose functions start: started_at is their attempt's start
@@ -111,12 +114,14 @@ WHERE lease_token = :token AND state = 'running' AND id IN (SELECT value FROM js
 -- uncharged). :is_ahead = 1: marked with others, a wave ahead: if their worker dies they are
 -- handed back uncharged and solo.
 UPDATE oncefire_deliveries SET started_at = COALESCE(started_at, :now), ahead = :is_ahead
-WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (SELECT value FROM json_each(:ids))
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now
+    AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id;
 
 -- name: renew_leases
 UPDATE oncefire_deliveries SET lease_until = :lease_until
-WHERE lease_token = :token AND state = 'running' AND lease_until > :now AND id IN (SELECT value FROM json_each(:ids))
+WHERE lease_token = :token AND state = 'running' AND lease_until > :now
+    AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id;
 
 -- name: expired_leases
