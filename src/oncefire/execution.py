@@ -23,7 +23,7 @@ from oncefire.errors import (
     UndecodablePayloadError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
-from oncefire.idempotency import DEFERRED, Deferred, write_completions
+from oncefire.idempotency import DEFERRED, Deferred, warn_discarded, write_completions
 from oncefire.retry import Outcome, decide
 from oncefire.runtime import CURRENT_RUNTIME
 from oncefire.stores.base import Ending, Leased
@@ -277,24 +277,22 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
     the outcomes written: an ending whose lease was lost is not."""
     written: Counter[str] = Counter()
     successes = [item for item in items if item[2].outcome == Outcome.SUCCEEDED]
-    with rt.store.batch():
-        write_completions(rt, [c for _, _, ending in items for c in ending.completions])
+    others = [item for item in items if item[2].outcome != Outcome.SUCCEEDED]
+    with rt.store.batch():  # a success's records are completed with it (complete_many)
+        write_completions(rt, [c for *_, e in others for c in e.completions])
         if successes:
-            done = rt.store.complete_many(
-                [(leased.lease, _complete(rt, ending)) for _, leased, ending in successes]
-            )
+            ended = rt.store.complete_many([(s[1].lease, _complete(rt, s[2])) for s in successes])
+            warn_discarded([c for *_, e in successes for c in e.completions], ended.records)
             is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once an event
             for trigger, leased, _ in successes:
-                if leased.lease.delivery_id in done:
+                if leased.lease.delivery_id in ended.ids:
                     written[Outcome.SUCCEEDED] += 1
                     if is_logged:
                         _log(trigger, leased, "succeeded", level=logging.DEBUG)
                 else:
                     _log(trigger, leased, LEASE_LOST, level=logging.WARNING)
-        for trigger, leased, ending in items:
-            if ending.outcome is not Outcome.SUCCEEDED and _write_ending(
-                rt, trigger, leased, ending
-            ):
+        for trigger, leased, ending in others:
+            if _write_ending(rt, trigger, leased, ending):
                 written[ending.outcome] += 1
     return written
 

@@ -267,9 +267,12 @@ def complete_now(rt: Runtime, completion: IdempotencyCompletion) -> None:
 def write_completions(rt: Runtime, completions: Sequence[IdempotencyCompletion]) -> None:
     """Complete records (in the caller's batch, if one is open); a record another attempt
     took over meanwhile keeps its new holder, and this result is discarded."""
-    if not completions:
-        return
-    completed = rt.store.complete_idempotency_many(completions)
+    if completions:
+        warn_discarded(completions, rt.store.complete_idempotency_many(completions))
+
+
+def warn_discarded(completions: Sequence[IdempotencyCompletion], completed: set[str]) -> None:
+    """Say which completions were not written: another attempt took their record over."""
     for completion in completions:
         if completion.key not in completed:
             log.warning(

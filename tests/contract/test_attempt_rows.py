@@ -47,9 +47,8 @@ def test_a_running_attempt_is_shown_and_written_once_when_it_ends(app: App) -> N
     assert app.store.start([leased.lease], now + 0.5) == {leased.lease.delivery_id}
     [running] = app.store.attempts(event_id)
     assert running["started_at"] == now + 0.5
-    assert app.store.complete_many([(leased.lease, Ending("succeeded", finished_at=now + 1))]) == {
-        leased.lease.delivery_id
-    }
+    ending = Ending("succeeded", finished_at=now + 1)
+    assert app.store.complete_many([(leased.lease, ending)]).ids == {leased.lease.delivery_id}
     assert attempt_rows(app, event_id) == 1
     [ended] = app.store.attempts(event_id)
     assert (ended["number"], ended["worker"], ended["outcome"]) == (1, "w1", "succeeded")

@@ -16,7 +16,7 @@ from idempotency_support import LEASE, POLICY, WAIT, Boom, order_event, outcomes
 
 from oncefire import App, idempotent
 from oncefire.events import Event
-from oncefire.stores.base import IdempotencyCompletion
+from oncefire.stores.base import Completed, Ending, IdempotencyCompletion, Lease
 from oncefire.testing import deliver
 from oncefire.worker import Worker
 
@@ -57,7 +57,8 @@ def test_a_worker_completes_the_record_in_the_transaction_that_writes_the_attemp
     store = app.store
     depth = 0
     completed_in: list[tuple[bool, list[str]]] = []  # (inside a batch, keys) per statement
-    batch, complete_many = store.batch, store.complete_idempotency_many
+    batch, complete_records = store.batch, store.complete_idempotency_many
+    complete_many = store.complete_many
 
     @contextmanager
     def counted_batch() -> Iterator[None]:
@@ -71,10 +72,17 @@ def test_a_worker_completes_the_record_in_the_transaction_that_writes_the_attemp
 
     def spied(completions: Sequence[IdempotencyCompletion]) -> set[str]:
         completed_in.append((depth > 0, [c.key for c in completions]))
-        return complete_many(completions)
+        return complete_records(completions)
+
+    def ending(items: Sequence[tuple[Lease, Ending]]) -> Completed:
+        # The successes' records go with them (one statement on PostgreSQL).
+        if keys := [c.key for _, e in items for c in e.completions]:
+            completed_in.append((depth > 0, keys))
+        return complete_many(items)
 
     monkeypatch.setattr(store, "batch", counted_batch)
     monkeypatch.setattr(store, "complete_idempotency_many", spied)
+    monkeypatch.setattr(store, "complete_many", ending)
     event = order_event()
     assert deliver(app, "charge", event, times=1)["succeeded"] == 1
     record = record_of(app, event.id, helper="charge_once")

@@ -19,7 +19,14 @@ from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreErr
 from oncefire.events import StoredEvent
 from oncefire.retry import Outcome
 from oncefire.stores import migrations, postgres_listener, queries
-from oncefire.stores.base import DeadLetterFilter, Ending, FunctionEntry, Lease
+from oncefire.stores.base import (
+    DeadLetterFilter,
+    Ending,
+    FunctionEntry,
+    IdempotencyCompletion,
+    IdempotencyRecord,
+    Lease,
+)
 from oncefire.stores.postgres import PostgresStore
 
 NOW = 1_800_000_000.0
@@ -650,7 +657,7 @@ def test_workers_on_other_connections_end_attempts_of_one_bucket_without_waiting
                 if batch_shard(second) == shard[0]:
                     continue
                 second.pool._local.conn.execute("SET LOCAL lock_timeout = '2s'")
-                assert second.complete_many(ended[1:]) == {ended[1][0].delivery_id}
+                assert second.complete_many(ended[1:]).ids == {ended[1][0].delivery_id}
             break
         else:
             pytest.fail("40 connections all wrote the first one's shard")
@@ -692,3 +699,39 @@ def test_new_deliveries_fill_pages_together_in_a_store_upgraded_with_a_history(
     assert row is not None
     pages = int(str(row[0]))
     assert pages <= 15, f"300 new deliveries on {pages} pages"
+
+
+@pytest.mark.postgres
+def test_a_batch_ends_with_the_records_its_attempts_completed_in_one_statement(
+    open_store: Callable[..., PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # @idempotent costs an event one statement (its acquire), not two: the worker's turn
+    # completes the records with the attempts that made them (bench: idempotency_overhead).
+    store = open_store()
+    add_pending(store, 2)
+    leased = store.lease_due(
+        worker="w", now=NOW, lease_until=NOW + LEASE, limit=2, functions=["f"], caps={}
+    )
+    items = []
+    for n, c in enumerate(leased):
+        key = f"f/h/{n}"
+        record = IdempotencyRecord(key, "f", "in_progress", "t", "hash", NOW + 60, NOW + 99, None)
+        assert store.acquire_idempotency(record, NOW)
+        done = IdempotencyCompletion(key, "t", NOW + 1, NOW + 50, str(n))
+        items.append((c.lease, Ending(Outcome.SUCCEEDED, finished_at=NOW + 1, completions=(done,))))
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor: psycopg.Cursor[object], query: str, *args: object, **kw: object) -> object:
+        sent.append(query)
+        return execute(cursor, query, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    ended = store.complete_many(items)
+    monkeypatch.undo()
+    assert ended.ids == {c.lease.delivery_id for c in leased}
+    assert ended.records == {"f/h/0", "f/h/1"}
+    assert len(sent) == 1, sent
+    for n in range(2):
+        record = store.idempotency_record(f"f/h/{n}")
+        assert record is not None and (record.status, record.result_json) == ("completed", str(n))

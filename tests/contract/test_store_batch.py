@@ -6,7 +6,15 @@ import pytest
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.stores.base import Ending, Lease, Leased
+from oncefire.idempotency import COMPLETED, IN_PROGRESS
+from oncefire.stores.base import (
+    Completed,
+    Ending,
+    IdempotencyCompletion,
+    IdempotencyRecord,
+    Lease,
+    Leased,
+)
 
 
 def lease_all(app: App) -> list[Leased]:
@@ -74,7 +82,7 @@ def test_complete_many_completes_the_leases_still_held_and_nothing_else(
             (stale, Ending("succeeded", finished_at=now + 3)),
         ]
     )
-    assert done == {leased[0].lease.delivery_id, leased[1].lease.delivery_id}
+    assert done.ids == {leased[0].lease.delivery_id, leased[1].lease.delivery_id}
     assert states(app, leased) == ["succeeded", "succeeded", "running"]
     [first] = app.store.attempts(leased[0].event.id)
     assert (first["outcome"], first["started_at"], first["finished_at"]) == (
@@ -84,4 +92,29 @@ def test_complete_many_completes_the_leases_still_held_and_nothing_else(
     )
     [second] = app.store.attempts(leased[1].event.id)
     assert second["started_at"] == now  # no start given: the start mark's time stays
-    assert app.store.complete_many([]) == set()
+    assert app.store.complete_many([]) == Completed(set(), set())
+
+
+def test_complete_many_completes_the_records_its_endings_carry_whose_token_holds(
+    app: App, leased: list[Leased]
+) -> None:
+    # A worker's turn completes the @idempotent records of its successes with them (on
+    # PostgreSQL in the statement that ends them); a record another attempt took over is not.
+    now = app.clock.now()
+    for key in ("f/h/held", "f/h/taken-over"):
+        record = IdempotencyRecord(key, "f", IN_PROGRESS, "mine", "hash", now + 60, now + 99, None)
+        assert app.store.acquire_idempotency(record, now)
+    other = IdempotencyRecord("f/h/taken-over", "f", IN_PROGRESS, "theirs", "hash", now, now, None)
+    assert app.store.take_over_idempotency(other, "mine", now + 60)
+    completions = tuple(
+        IdempotencyCompletion(key, "mine", now + 1, now + 50, f'"{key}"')
+        for key in ("f/h/held", "f/h/taken-over")
+    )
+    ending = Ending("succeeded", finished_at=now + 1, completions=completions)
+    with app.store.batch():
+        done = app.store.complete_many([(leased[0].lease, ending)])
+    assert done == Completed({leased[0].lease.delivery_id}, {"f/h/held"})
+    held = app.store.idempotency_record("f/h/held")
+    assert held is not None and (held.status, held.result_json) == (COMPLETED, '"f/h/held"')
+    taken = app.store.idempotency_record("f/h/taken-over")
+    assert taken is not None and (taken.status, taken.token) == (IN_PROGRESS, "theirs")

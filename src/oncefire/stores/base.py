@@ -19,6 +19,7 @@ from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
 from oncefire.stores.records import Catalog as Catalog
+from oncefire.stores.records import Completed as Completed
 from oncefire.stores.records import Ending as Ending
 from oncefire.stores.records import Fanout as Fanout
 from oncefire.stores.records import FunctionCounts as FunctionCounts
@@ -231,8 +232,9 @@ class Store(Protocol):
 
     def complete(self, lease: Lease, result: Ending) -> bool: ...
 
-    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
-        """complete() for many deliveries at once; the ids of those whose lease still held."""
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> Completed:
+        """complete() for many deliveries at once, with the @idempotent records their endings
+        completed (in one statement on PostgreSQL); what was written."""
 
     def retry(self, lease: Lease, result: Ending, run_at: float) -> bool: ...
 

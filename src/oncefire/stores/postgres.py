@@ -22,9 +22,10 @@ from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
 from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
-from oncefire.stores.base import Ending, Lease, Leased, Taken, error_group_of
+from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, Statements
+from oncefire.stores.record_ops import completions_arg
 from oncefire.stores.sql_store import SqlStore
 from oncefire.stores.table_triggers import PostgresTableTriggers, TableTriggers
 
@@ -292,10 +293,10 @@ class PostgresStore(SqlStore):
         """Make a delivery succeeded and write its attempt, in one statement."""
         return len(self._pooled.fetch("end_succeeded", _ending(lease, result))) == 1
 
-    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
-        """complete() for many deliveries in one statement; the ids whose lease still held."""
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> Completed:
+        """complete() for many deliveries and the records their endings completed, at once."""
         if not items:
-            return set()
+            return Completed(set(), set())
         args = {
             "ids": [lease.delivery_id for lease, _ in items],
             "tokens": [lease.token for lease, _ in items],
@@ -305,8 +306,12 @@ class PostgresStore(SqlStore):
             "reads": [result.reads for _, result in items],
             "writes": [result.writes for _, result in items],
             "bounds": list(DURATION_BOUNDS),
+            "completions": completions_arg([c for _, r in items for c in r.completions]),
         }
-        return {int(r[0]) for r in self._pooled.fetch("end_succeeded_many", args)}
+        rows = self._pooled.fetch("end_succeeded_many", args)
+        return Completed(
+            {r[0] for r in rows if r[1] is None}, {r[1] for r in rows if r[1] is not None}
+        )
 
     def retry(self, lease: Lease, result: Ending, run_at: float) -> bool:
         """Make a delivery pending again, due at run_at (a retry due at once wakes a worker)."""

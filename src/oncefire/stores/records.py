@@ -155,6 +155,15 @@ class IdempotencyCompletion:
 
 
 @dataclass(frozen=True, slots=True)
+class Completed:
+    """What complete_many wrote: the deliveries whose lease still held, and the keys of the
+    @idempotent records their endings completed (Ending.completions) whose token held."""
+
+    ids: set[int]
+    records: set[str]
+
+
+@dataclass(frozen=True, slots=True)
 class FunctionRow:
     """A stored function with what an operator needs to judge it."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from oncefire.buckets import DEDUPE, hour_of
@@ -24,13 +23,12 @@ from oncefire.stores.base import (
     DeadSearchRows,
     FunctionCounts,
     FunctionEntry,
-    IdempotencyCompletion,
-    IdempotencyRecord,
 )
 from oncefire.stores.connection import Row, Statements
 from oncefire.stores.function_ops import FunctionOps
 from oncefire.stores.leasing import Leasing
 from oncefire.stores.rate_buckets import Buckets
+from oncefire.stores.record_ops import RecordOps
 from oncefire.stores.sql_retention import SqlRetention
 
 if TYPE_CHECKING:
@@ -60,7 +58,7 @@ def _by_index(where: DeadLetterFilter, *names: str) -> str | None:
     return names[1] if where.error_group is None else names[2]
 
 
-class SqlStore(Leasing, SqlRetention, FunctionOps):
+class SqlStore(Leasing, SqlRetention, FunctionOps, RecordOps):
     """Catalogue, dead-letter, statistics and @idempotent operations, for both databases."""
 
     dialect: str
@@ -362,33 +360,3 @@ class SqlStore(Leasing, SqlRetention, FunctionOps):
         args = {"now": now, "limit": limit}
         with self._write() as st:
             return st.count("purge_claims", args) + st.count("purge_records", args)
-
-    # -- @idempotent records: one statement each, committed on its own -------------------
-
-    def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
-        """Insert an in-progress record, replacing an expired one; False while a live one is."""
-        return self._one().count("insert_record", {**asdict(record), "now": now}) == 1
-
-    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
-        """The record of an @idempotent key, as last committed."""
-        rows = self._one().fetch("get_record", {"key": key})
-        return IdempotencyRecord(*rows[0]) if rows else None
-
-    def take_over_idempotency(
-        self, record: IdempotencyRecord, stale_token: str, lease_ended_by: float
-    ) -> bool:
-        """Replace the in-progress record of stale_token whose lease ended by lease_ended_by."""
-        args = {**asdict(record), "stale_token": stale_token, "lease_ended_by": lease_ended_by}
-        return self._one().count("take_over_record", args) == 1
-
-    def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
-        """Mark each record completed with its result if its token still holds it, in one
-        statement; the keys completed."""
-        if not completions:
-            return set()
-        args = {"completions": json.dumps([asdict(c) for c in completions])}
-        return {row[0] for row in self._one().fetch("complete_records", args)}
-
-    def release_idempotency(self, key: str, token: str) -> bool:
-        """Delete the record if token still holds it and it is in progress."""
-        return self._one().count("release_record", {"key": key, "token": token}) == 1

@@ -23,6 +23,8 @@ from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, SqliteStatements
 from oncefire.stores.filewatch import FileWatch
 from oncefire.stores.rate_buckets import Buckets
+from oncefire.stores.record_ops import complete_records
+from oncefire.stores.records import Completed
 from oncefire.stores.sql_store import SqlStore, before_solo
 from oncefire.stores.sqlite_attempts import expired_claims, write_attempts
 from oncefire.stores.sqlite_connections import (
@@ -270,8 +272,8 @@ class SqliteStore(SqlStore):
         with self._write() as st:
             return self._end(st, "end_succeeded", lease, result)
 
-    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> set[int]:
-        """complete() for many deliveries; the ids of those whose lease still held."""
+    def complete_many(self, items: Sequence[tuple[Lease, Ending]]) -> Completed:
+        """complete() for many deliveries, with the records their endings completed."""
         by_token = _by_token([lease for lease, _ in items])
         latest: dict[str, float] = {}
         for lease, result in items:
@@ -283,7 +285,8 @@ class SqliteStore(SqlStore):
                 args = {"token": token, "ids": ids, "finished_at": latest[token]}
                 ended += st.fetch("end_succeeded_of_token", args)
             write_attempts(st, ended, results)
-        return {row[0] for row in ended}
+            records = complete_records(st, [c for _, r in items for c in r.completions])
+        return Completed({row[0] for row in ended}, records)
 
     def retry(self, lease: Lease, result: Ending, run_at: float) -> bool:
         """Make a delivery pending again, due at run_at."""

@@ -149,7 +149,8 @@ WITH d AS (
 SELECT id FROM d;
 
 -- name: end_succeeded_many
--- One statement for the whole batch: the round trip per delivery was the drain's cost. A
+-- One statement for the whole batch: the round trip per delivery was the drain's cost. It
+-- returns (id, NULL) for each delivery ended and (NULL, key) for each record completed. A
 -- lease token is set only while its delivery runs, so matching it is the state check. A
 -- literal state = 'running' would let the planner, on statistics taken when nothing ran,
 -- scan the whole partial running index for every batch instead of looking each id up.
@@ -185,8 +186,17 @@ WITH x AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), r AS (
+    -- The @idempotent records the attempts completed (%(completions)s, as complete_records):
+    -- written with their endings, not in a statement of their own.
+    UPDATE oncefire_idempotency AS r SET status = 'completed', lease_until = c.completed_at,
+        expires_at = c.expires_at, result = c.result_json
+    FROM json_to_recordset(%(completions)s::json) AS c (key text, token text,
+        completed_at double precision, expires_at double precision, result_json text)
+    WHERE r.key = c.key AND r.token = c.token
+    RETURNING r.key
 )
-SELECT id FROM d;
+SELECT id, NULL FROM d UNION ALL SELECT NULL, key FROM r;
 
 -- name: end_retried
 -- A retry due at once (%(is_due)s) wakes a worker for it. A crash keeps a solo delivery solo;

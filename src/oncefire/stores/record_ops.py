@@ -1,0 +1,58 @@
+"""The store operations of @idempotent records (acquire, read, take over, complete, release):
+one statement each, the same on both databases."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from oncefire.stores.connection import Statements
+from oncefire.stores.records import IdempotencyCompletion, IdempotencyRecord
+
+
+def completions_arg(completions: Sequence[IdempotencyCompletion]) -> str:
+    """@idempotent records to complete, as the JSON array complete_records reads."""
+    return json.dumps([asdict(c) for c in completions])
+
+
+def complete_records(st: Statements, completions: Sequence[IdempotencyCompletion]) -> set[str]:
+    """Complete each record its token still holds, in one statement; the keys completed."""
+    if not completions:
+        return set()
+    return {
+        row[0]
+        for row in st.fetch("complete_records", {"completions": completions_arg(completions)})
+    }
+
+
+class RecordOps:
+    """Mixed into SqlStore: runs the named queries of `sql/<dialect>/idempotency.sql`."""
+
+    def _one(self) -> Statements:
+        raise NotImplementedError
+
+    def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
+        """Insert an in-progress record, replacing an expired one; False while a live one is."""
+        return self._one().count("insert_record", {**asdict(record), "now": now}) == 1
+
+    def idempotency_record(self, key: str) -> IdempotencyRecord | None:
+        """The record of an @idempotent key, as last committed."""
+        rows = self._one().fetch("get_record", {"key": key})
+        return IdempotencyRecord(*rows[0]) if rows else None
+
+    def take_over_idempotency(
+        self, record: IdempotencyRecord, stale_token: str, lease_ended_by: float
+    ) -> bool:
+        """Replace the in-progress record of stale_token whose lease ended by lease_ended_by."""
+        args = {**asdict(record), "stale_token": stale_token, "lease_ended_by": lease_ended_by}
+        return self._one().count("take_over_record", args) == 1
+
+    def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
+        """Mark each record completed with its result if its token still holds it, in one
+        statement; the keys completed."""
+        return complete_records(self._one(), completions)
+
+    def release_idempotency(self, key: str, token: str) -> bool:
+        """Delete the record if token still holds it and it is in progress."""
+        return self._one().count("release_record", {"key": key, "token": token}) == 1
