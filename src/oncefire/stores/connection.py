@@ -40,23 +40,34 @@ SHORT_LIST = 16
 _JSON_LIST = re.compile(r"\(SELECT value FROM json_each\(:(\w+)\)\)")
 
 
-def expand_lists(sql: str, args: Args) -> tuple[str, dict[str, Any]]:
+def expand_lists(sql: str, args: Args) -> tuple[str, Args]:
     """SQLite has no arrays: a list argument read as `(SELECT value FROM json_each(:ids))` is
     sent as JSON text, one parameter (a batch's ids: binding 512 named parameters costs half a
     millisecond), unless it is short; any other list argument `:ids` becomes `:ids_0, :ids_1,
     ...` (an empty list, nothing: SQLite accepts `IN ()`)."""
-    flat: dict[str, Any] = {}
+    listed = [key for key, value in args.items() if isinstance(value, _LISTS)]
+    if not listed:  # most statements: nothing to expand, nothing to copy
+        return sql, args
+    flat = dict(args)
     lengths = []
     as_json = _json_keys(sql)
-    for key, value in args.items():
-        if isinstance(value, list | tuple) and key in as_json and len(value) > SHORT_LIST:
+    for key in listed:
+        value = flat.pop(key)
+        if key in as_json and len(value) > SHORT_LIST:
             flat[key] = json.dumps(value)
-        elif isinstance(value, list | tuple):
-            flat.update(zip((f"{key}_{i}" for i in range(len(value))), value, strict=True))
-            lengths.append((key, len(value)))
         else:
-            flat[key] = value
+            flat.update(zip(_names(key, len(value)), value, strict=True))
+            lengths.append((key, len(value)))
     return (_expanded(sql, tuple(lengths)) if lengths else sql), flat
+
+
+_LISTS = (list, tuple)
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(key: str, length: int) -> tuple[str, ...]:
+    """The placeholders a list of length values takes: key_0, key_1, ..."""
+    return tuple(f"{key}_{i}" for i in range(length))
 
 
 @functools.lru_cache(maxsize=1024)
