@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -722,9 +723,9 @@ def test_a_batch_ends_with_the_records_its_attempts_completed_in_one_statement(
     sent: list[str] = []
     execute = psycopg.Cursor.execute
 
-    def counted(cursor: psycopg.Cursor[object], query: str, *args: object, **kw: object) -> object:
+    def counted(cursor: Any, query: str, *args: Any, **kw: Any) -> Any:
         sent.append(query)
-        return execute(cursor, query, *args, **kw)  # type: ignore[arg-type]
+        return execute(cursor, query, *args, **kw)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counted)
     ended = store.complete_many(items)
@@ -733,5 +734,5 @@ def test_a_batch_ends_with_the_records_its_attempts_completed_in_one_statement(
     assert ended.records == {"f/h/0", "f/h/1"}
     assert len(sent) == 1, sent
     for n in range(2):
-        record = store.idempotency_record(f"f/h/{n}")
-        assert record is not None and (record.status, record.result_json) == ("completed", str(n))
+        row = store.idempotency_record(f"f/h/{n}")
+        assert row is not None and (row.status, row.result_json) == ("completed", str(n))
