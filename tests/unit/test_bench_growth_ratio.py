@@ -12,6 +12,10 @@ GROWTH = Path(__file__).resolve().parents[2] / "bench" / "growth.py"
 
 
 def growth() -> Any:
+    """bench/growth.py, loaded with bench/'s own modules (tests have a `harness` of their
+    own, which may be imported already); sys.modules is left as it was."""
+    names = {path.stem for path in GROWTH.parent.glob("*.py")}
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     sys.path.insert(0, str(GROWTH.parent))
     try:
         spec = importlib.util.spec_from_file_location("bench_growth", GROWTH)
@@ -21,6 +25,9 @@ def growth() -> Any:
         return module
     finally:
         sys.path.remove(str(GROWTH.parent))
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
 
 
 def test_a_run_not_timed_gives_no_ratio() -> None:
