@@ -3,31 +3,13 @@ few hundred events can drain between two counts) gives no ratio, not a division 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
-GROWTH = Path(__file__).resolve().parents[2] / "bench" / "growth.py"
+from bench_modules import load_bench
 
 
 def growth() -> Any:
-    """bench/growth.py, loaded with bench/'s own modules (tests have a `harness` of their
-    own, which may be imported already); sys.modules is left as it was."""
-    names = {path.stem for path in GROWTH.parent.glob("*.py")}
-    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    sys.path.insert(0, str(GROWTH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_growth", GROWTH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(GROWTH.parent))
-        for name in names:
-            sys.modules.pop(name, None)
-        sys.modules.update(saved)
+    return load_bench("growth")
 
 
 def test_a_run_not_timed_gives_no_ratio() -> None:

@@ -8,14 +8,14 @@ the -shm file, and the benchmark's mapping of it ended in SIGBUS (now and then, 
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-COMMITS = Path(__file__).resolve().parents[2] / "bench" / "commits.py"
+from bench_modules import load_bench
+
 # SQLite's "dead man switch" byte of the -shm file: held shared while any connection is open.
 PROBE = """
 import fcntl, sys
@@ -30,15 +30,7 @@ with open(sys.argv[1], "r+b") as f:
 
 
 def bench_commits() -> Any:
-    sys.path.insert(0, str(COMMITS.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_commits", COMMITS)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(COMMITS.parent))
+    return load_bench("commits")
 
 
 def dms_lock(database: Path) -> str:
