@@ -7,7 +7,13 @@ alternately over fixed windows (raw, oncefire, oncefire, raw; each half of --win
 processes starting together, after untimed writes of each. The rate is the writes every
 process finished within the windows, over their length. No worker runs meanwhile.
 
+--floor times two more kinds in the same way, by plain SQL on oncefire's schema
+(bench/plain_sql.py): the rows a write with one trigger stores (document, event,
+delivery), and the least a write on this schema can store that commits its event with its
+document (document and event): the ceiling of such a write path against the raw commits.
+
     python bench/many_writers.py --store postgres --producers 8 --window 10 --runs 3
+    python bench/many_writers.py --store sqlite --producers 1 --window 6 --runs 3 --floor
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 import workload
 from benchlib import common_args, log, summarize, write_json
 from harness import DOC, Target, reset, target
+from plain_sql import PlainSqlWriter
 from write_path import RawWriter
 
 START_DELAY = 0.3  # seconds between a phase's command and its common start
@@ -30,11 +37,17 @@ def producer(t: Target, index: int, pipe: Connection) -> None:
     """One producer process: writes of the kind asked for, until its window closes."""
     app = workload.build(t.url, "noop")
     raw = RawWriter(t)
+    plain = {
+        "plain": PlainSqlWriter(t),
+        "least": PlainSqlWriter(t, with_delivery=False),
+    }
     col = app.db.collection("bench")
     try:
         for i in range(WARMUP):
             col.document(f"p{index}-warm{i}").set(DOC)
         raw.write(WARMUP, f"p{index}-warm")
+        for kind, writer in plain.items():
+            writer.write(WARMUP, f"p{index}-warm-{kind}")
         pipe.send("ready")
         while True:
             command = pipe.recv()
@@ -50,6 +63,10 @@ def producer(t: Target, index: int, pipe: Connection) -> None:
                 while time.monotonic() < end:
                     raw.conn.execute(raw.sql, (f"raw/{key}{done}", raw.data, time.time()))
                     done += 1
+            elif kind in plain:
+                while time.monotonic() < end:
+                    plain[kind].write_one(f"{kind}-{key}{done}")
+                    done += 1
             else:
                 while time.monotonic() < end:
                     col.document(f"{key}{done}").set(DOC)
@@ -57,6 +74,8 @@ def producer(t: Target, index: int, pipe: Connection) -> None:
             pipe.send((done, time.monotonic() - start_at))
     finally:
         raw.close()
+        for writer in plain.values():
+            writer.close()
         app.close()
 
 
@@ -68,8 +87,11 @@ def phase(pipes: list[Connection], kind: str, seconds: float, prefix: str) -> li
     return [pipe.recv()[0] for pipe in pipes]
 
 
-def one_run(t: Target, producers: int, window: float, run: int) -> dict[str, Any]:
-    """Start the producers on a fresh store; time raw and document writes alternately."""
+def one_run(
+    t: Target, producers: int, window: float, run: int, *, floor: bool = False
+) -> dict[str, Any]:
+    """Start the producers on a fresh store; time raw and document writes alternately (and
+    the plain-SQL kinds with floor)."""
     reset(t)
     app = workload.build(t.url, "noop")
     app.store  # noqa: B018 - the schema, before the producers start
@@ -90,10 +112,12 @@ def one_run(t: Target, producers: int, window: float, run: int) -> dict[str, Any
                 raise TimeoutError("a producer process did not start within 120 s")
             pipe.recv()
         half = window / 2
-        raw1 = phase(pipes, "raw", half, f"a{run}-")
-        doc1 = phase(pipes, "doc", half, f"a{run}-")
-        doc2 = phase(pipes, "doc", half, f"b{run}-")
-        raw2 = phase(pipes, "raw", half, f"b{run}-")
+        # Each kind twice, in mirrored order: a drift over the run weighs on all alike.
+        order = ["raw", "least", "plain", "doc"] if floor else ["raw", "doc"]
+        counts: dict[str, list[int]] = {kind: [0] * producers for kind in order}
+        for n, kind in enumerate(order + order[::-1]):
+            done = phase(pipes, kind, half, f"{'ab'[n // len(order)]}{run}-")
+            counts[kind] = [a + b for a, b in zip(counts[kind], done, strict=True)]
     finally:
         for pipe in pipes:
             pipe.send(("stop",))
@@ -101,14 +125,16 @@ def one_run(t: Target, producers: int, window: float, run: int) -> dict[str, Any
             process.join(30)
             if process.is_alive():
                 process.kill()
-    raw_each = [a + b for a, b in zip(raw1, raw2, strict=True)]
-    doc_each = [a + b for a, b in zip(doc1, doc2, strict=True)]
-    return {
-        "raw_rate": sum(raw_each) / window,
-        "document_rate": sum(doc_each) / window,
-        "raw_per_process": raw_each,
-        "documents_per_process": doc_each,
+    out = {
+        "raw_rate": sum(counts["raw"]) / window,
+        "document_rate": sum(counts["doc"]) / window,
+        "raw_per_process": counts["raw"],
+        "documents_per_process": counts["doc"],
     }
+    if floor:
+        out["plain_rate"] = sum(counts["plain"]) / window
+        out["least_rate"] = sum(counts["least"]) / window
+    return out
 
 
 def main() -> None:
@@ -116,17 +142,35 @@ def main() -> None:
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--producers", type=int, default=8)
     parser.add_argument("--window", type=float, default=10.0, help="seconds of each kind a run")
+    parser.add_argument(
+        "--floor", action="store_true", help="also plain SQL: all the rows, and the least"
+    )
     args = parser.parse_args()
     t = target(args.store)
     runs = []
     for run in range(args.runs):
-        runs.append(one_run(t, args.producers, args.window, run))
+        runs.append(one_run(t, args.producers, args.window, run, floor=args.floor))
         r = runs[-1]
+        floor = (
+            f", plain SQL {r['plain_rate']:,.0f}/s ({r['plain_rate'] / r['raw_rate']:.0%}),"
+            f" document and event only {r['least_rate']:,.0f}/s"
+            f" ({r['least_rate'] / r['raw_rate']:.0%})"
+            if args.floor
+            else ""
+        )
         log(
             f"many writers on {t.label}, run {run + 1}/{args.runs}, {args.producers} processes:"
             f" raw {r['raw_rate']:,.0f}/s, oncefire {r['document_rate']:,.0f}/s"
-            f" ({r['document_rate'] / r['raw_rate']:.0%})"
+            f" ({r['document_rate'] / r['raw_rate']:.0%}){floor}"
         )
+    floors = (
+        {
+            f"{kind}_ratio": summarize([r[f"{kind}_rate"] / r["raw_rate"] for r in runs])
+            for kind in ("plain", "least")
+        }
+        if args.floor
+        else {}
+    )
     write_json(
         args.json,
         {
@@ -137,6 +181,7 @@ def main() -> None:
             "raw_commit_rate": summarize([r["raw_rate"] for r in runs]),
             "document_write_rate": summarize([r["document_rate"] for r in runs]),
             "ratio": summarize([r["document_rate"] / r["raw_rate"] for r in runs]),
+            **floors,
             "runs": runs,
         },
     )

@@ -7,6 +7,11 @@ own (WAL, synchronous=FULL). PostgreSQL: one statement of three INSERTs (two in 
 clauses) in autocommit, so one round trip a write as oncefire's own write takes; the
 store's triggers on these tables fire as they do for oncefire. What oncefire does besides
 these rows (its lookups, locks, the catalogue check and the NOTIFY) is its overhead.
+
+With `with_delivery=False` it writes the document and its event only: the least a write on
+this schema can store that commits its event with its document (an event is never dropped),
+so the ceiling of such a write path against raw one-row commits (`bench/write_path.py`,
+`bench/many_writers.py --floor`).
 """
 
 from __future__ import annotations
@@ -36,14 +41,23 @@ POSTGRES_ROWS = (
     " INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
     " VALUES (%(id)s, %(function)s, 'pending', %(now)s, %(now)s)"
 )
+POSTGRES_LEAST = (
+    "WITH d AS (INSERT INTO oncefire_documents"
+    " (path, collection, data, create_time, update_time, data_size)"
+    " VALUES (%(path)s, 'bench', %(data)s, %(now)s, %(now)s, %(data_size)s))"
+    " INSERT INTO oncefire_events (id, type, source, time, data, size)"
+    " VALUES (%(id)s, 'document.created', %(path)s, %(now)s, %(event)s, %(size)s)"
+)
 
 
 class PlainSqlWriter:
-    """Writes a document, its event and its delivery in one transaction, by plain SQL."""
+    """Writes a document, its event and its delivery in one transaction, by plain SQL (the
+    delivery left out with with_delivery=False)."""
 
-    def __init__(self, t: Target, function: str = "noop") -> None:
+    def __init__(self, t: Target, function: str = "noop", *, with_delivery: bool = True) -> None:
         self.kind = t.kind
         self.function = function
+        self.with_delivery = with_delivery
         self.data = codec.dumps(DOC)
         self.conn: Any
         if t.kind == "sqlite":
@@ -61,7 +75,7 @@ class PlainSqlWriter:
         return codec.dumps({"before": None, "after": after})
 
     def write_one(self, key: str) -> None:
-        """One document with its event and delivery, in one durable transaction."""
+        """One document with its event (and delivery), in one durable transaction."""
         now = time.time()
         path = f"bench/{key}"
         event = self.event_json(now)
@@ -75,14 +89,15 @@ class PlainSqlWriter:
                 conn.execute(
                     event_sql, (event_id, "document.created", path, now, event, len(event))
                 )
-                conn.execute(delivery_sql, (event_id, self.function, now, now))
+                if self.with_delivery:
+                    conn.execute(delivery_sql, (event_id, self.function, now, now))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
             return
         self.conn.execute(
-            POSTGRES_ROWS,
+            POSTGRES_ROWS if self.with_delivery else POSTGRES_LEAST,
             {
                 "path": path,
                 "data": self.data,

@@ -16,10 +16,11 @@ installing the peers a few minutes the first time. Each scenario's wall time is 
 listed in RESULTS.md. The smoke run takes 1 to 2 minutes.
 
 The writers' scenarios (bench/writers_plan.py): write_path also measures the same rows by
-plain SQL and the b-trees each write touches; many_writers (8 producer processes against
-their raw commits) and flowing (producers with the workers running, then paced at half
-that rate for latency) add about 2 minutes a store to the full sitting (an estimate). The
-smoke run measures them on SQLite only, at small sizes.
+plain SQL, the document and its event alone (the ceiling of any write against the raw
+commits) and the b-trees each write touches; many_writers (8 producer processes against
+their raw commits, and the same two kinds by plain SQL) and flowing (producers with the
+workers running, then paced at half that rate for latency) add about 3 minutes a store to
+the full sitting (an estimate). The smoke run measures them on SQLite only, at small sizes.
 
 Every system gets 16 execution slots; commits per event are counted for each one (see
 RESULTS.md, section 1). The peers are installed into bench/.venv-peers (python -m venv,

@@ -44,7 +44,7 @@ def writer_plan(
     """(name, python, script, arguments) of each writers' scenario asked for, on a store."""
     plan = []
     if "many_writers" in only:
-        args = ["--producers", str(sizes["many_writers"])]
+        args = ["--producers", str(sizes["many_writers"]), "--floor"]
         args += ["--window", str(sizes["many_writers_window"])]
         plan.append(
             (
