@@ -1,7 +1,8 @@
 #!/bin/bash
 # The server's side of a document write on PostgreSQL, without Python: pgbench (prepared
 # statements) calls oncefire_set_document (the one-statement write, one function registered,
-# so one delivery a write) against a raw one-row INSERT of the same JSON, alternately, on a
+# so one delivery a write) against a raw one-row INSERT of the same JSON and against the same
+# rows as the write (document, event, delivery) by one plain statement, alternately, on a
 # store migrated by this checkout: the write while no worker sleeps, and while one does (a row
 # in oncefire_sleepers), when it notifies. PostgreSQL holds a database-wide lock from a
 # notifying transaction's commit to its end, so such commits do not share their WAL flushes
@@ -57,6 +58,21 @@ SELECT oncefire_set_document(:k, 'c/' || :k, 'c', '{"a":1}', extract(epoch FROM 
     $catalog, gen_random_uuid()::text, 'document.created', 'document.updated',
     '{$function}', '{$function}', NULL, NULL, 'oncefire', 50);
 SQL
+# The rows of a write (bench/plain_sql.py's POSTGRES_ROWS), their JSON built in the statement.
+cat > "$work/rows.sql" <<SQL
+WITH ids AS (SELECT gen_random_uuid()::text AS id),
+doc AS (SELECT jsonb_build_object('a', 1) AS data),
+d AS (INSERT INTO oncefire_documents (path, collection, data, create_time, update_time,
+        data_size)
+    SELECT 'c/' || id, 'c', data, 1.5, 1.5, 7 FROM ids, doc),
+e AS (INSERT INTO oncefire_events (id, type, source, time, data, size)
+    SELECT id, 'document.created', 'c/' || id, 1.5, jsonb_build_object('before', NULL,
+        'after', jsonb_build_object('data', data, 'create_time', 1.5, 'update_time', 1.5)),
+        70
+    FROM ids, doc)
+INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)
+SELECT id, '$function', 'pending', 1.5, 1.5 FROM ids;
+SQL
 cat > "$work/raw.sql" <<SQL
 \set k random(1, 2000000000)
 INSERT INTO raw_writes VALUES (:k, '{"a":1}') ON CONFLICT DO NOTHING;
@@ -64,7 +80,7 @@ SQL
 echo "$clients client(s), ${seconds} s a measure"
 sleeping="INSERT INTO oncefire_sleepers VALUES (0, 0)"  # a worker asleep, as far as writes see
 for round in $(seq "$rounds"); do
-    for measure in raw write write_while_one_sleeps; do
+    for measure in raw rows write write_while_one_sleeps; do
         "${psql[@]}" "$db" -c "DELETE FROM oncefire_sleepers" -c CHECKPOINT
         script=$measure
         if [ "$measure" = write_while_one_sleeps ]; then
