@@ -62,7 +62,7 @@ def header(page: Page, facts: dict[str, Any]) -> None:
         f"{m.get('platform')}; Python {m.get('python')}. **A shared virtual machine**: other "
         "work may run beside the benchmarks (load average over 1, 5 and 15 minutes: "
         f"{load(facts, 'start')} at the start, {load(facts, 'end')} at the end); the "
-        f"medians of several runs damp that, the min{DASH}max ranges show it.",
+        f"medians of several runs damp that, the min{DASH}max ranges show it. {probe(facts)}",
         "",
         f"oncefire at commit `{facts['oncefire_commit']}`"
         + (" with uncommitted changes in src/" if facts.get("oncefire_src_dirty") else "")
@@ -106,6 +106,18 @@ def load(facts: dict[str, Any], when: str) -> str:
     """The load averages read at the start or the end of the sitting."""
     values = facts.get(f"load_average_at_{when}")
     return ", ".join(str(x) for x in values) if values else "not read"
+
+
+def probe(facts: dict[str, Any]) -> str:
+    """The sentence on the machine's speed in this sitting (benchlib.cpu_probe)."""
+    start, end = facts.get("cpu_probe_us_at_start"), facts.get("cpu_probe_us_at_end")
+    if start is None:
+        return "Its speed was not probed in this sitting."
+    return (
+        f"Its speed, to compare sittings (one thread, a JSON round trip of a small document, "
+        f"the best of 5 rounds of 20,000): {start:.2f} µs at the start, "
+        + (f"{end:.2f} µs at the end." if end is not None else "not read at the end.")
+    )
 
 
 def redis_version(facts: dict[str, Any]) -> str:

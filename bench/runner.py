@@ -52,6 +52,7 @@ from benchlib import (
     ROOT,
     SRC,
     WORK,
+    cpu_probe,
     log,
     machine,
     write_json,
@@ -344,6 +345,7 @@ def sitting_facts(args: argparse.Namespace) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "machine": machine(),
         "load_average_at_start": [round(x, 2) for x in load],
+        "cpu_probe_us_at_start": cpu_probe(),
         "python": sys.version.split()[0],
         "oncefire_commit": git("rev-parse", "--short", "HEAD"),
         "oncefire_src_dirty": bool(dirty) and (ROOT / "src").resolve() == SRC,
@@ -566,6 +568,7 @@ def main() -> int:
         results["profile"] = profile_gap(results, measured, args.sizes)
     results["wall_seconds"] = time.monotonic() - started
     results["facts"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["facts"]["cpu_probe_us_at_end"] = cpu_probe()
     from report import scenario_times
 
     for name, seconds in scenario_times(results):

@@ -79,7 +79,7 @@ def main() -> None:
     for r in range(args.rounds):
         got["oncefire"].append(timed(once, args.n, f"o{r}-"))
         got["plain SQL"].append(timed(plain.write_one, args.n, f"p{r}-"))
-    psycopg.Connection.execute = lambda *a, **k: Answered()  # type: ignore[method-assign]
+    psycopg.Connection.execute = lambda *a, **k: Answered()  # type: ignore[method-assign, assignment]
     alone = [timed(once, args.n * 5, f"s{r}-") for r in range(3)]
     psycopg.Connection.execute = real  # type: ignore[method-assign]
     for name, runs in got.items():
