@@ -6,7 +6,8 @@
     bench/run_all --render        # RESULTS.md again from results.json, nothing measured
 
 The full sitting should take about 30 minutes on the 2-core machine when it is otherwise
-idle (an estimate from its parts, not yet a measured sitting): oncefire's throughput about 9
+idle and its growth history and peers are in place (an estimate from its parts): oncefire's
+throughput about 9
 (its drains are timed over a fixed 10 s window, each from a backlog sized to outlast it,
 written once a sitting: 400,000 events on SQLite, 250,000 on PostgreSQL, about 3 minutes of
 writing on PostgreSQL), the peers about 12 (six of them, 3 runs each: Procrastinate, Celery
