@@ -7,15 +7,14 @@
 
 The full sitting should take about 30 minutes on the 2-core machine when it is otherwise
 idle and its growth history and peers are in place (an estimate from its parts): oncefire's
-throughput about 9
-(its drains are timed over a fixed 10 s window, each from a backlog sized to outlast it,
-written once a sitting: 400,000 events on SQLite, 250,000 on PostgreSQL, about 3 minutes of
-writing on PostgreSQL), the peers about 12 (six of them, 3 runs each: Procrastinate, Celery
-in two set-ups, Dramatiq, Huey, RQ), the other scenarios about 6. Building the growth
-history the first time (it is kept while the schema and sizes stay) took 7 minutes a store
-in the sitting of 2026-12-06 on a fresh checkout, which took 51 minutes in all; installing
-the peers takes a few minutes the first time. Each scenario's wall time is logged and listed
-in RESULTS.md. The smoke run takes 1 to 2 minutes.
+throughput about 9 (its drains are timed over a fixed 10 s window, each from a backlog sized
+to outlast it, written once a sitting: 400,000 events on SQLite, 250,000 on PostgreSQL,
+about 3 minutes of writing on PostgreSQL), the peers about 12 (six of them, 3 runs each:
+Procrastinate, Celery in two set-ups, Dramatiq, Huey, RQ), the other scenarios about 6.
+Building the growth history the first time (it is kept while the schema and sizes stay) took
+7 minutes a store in the sitting of 2026-12-06 on a fresh checkout, which took 51 minutes in
+all; installing the peers takes a few minutes the first time. Each scenario's wall time is
+logged and listed in RESULTS.md. The smoke run takes 1 to 2 minutes.
 
 The writers' scenarios (bench/writers_plan.py): write_path also measures the same rows by
 plain SQL, the document and its event alone (the ceiling of any write against the raw
