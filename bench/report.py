@@ -24,6 +24,7 @@ from report_page import (  # noqa: F401 - runner imports them from here
     ratio,
     redis_is_volatile,
     runs_mark,
+    share_with_ceiling,
 )
 from report_profile import where_time_goes
 from report_scenarios import growth, idempotency, latency, poison, write_path
@@ -180,8 +181,7 @@ def goals(page: Page) -> None:
             [
                 f"{LABEL[store]} writes with one trigger / raw commits",
                 f"≥ {GOAL_WRITE_RATIO * 100:.0f} %",
-                (DASH if w is None else f"{w:.0%}")
-                + ("" if least is None else f" (document and event alone: {least:.0%})"),
+                share_with_ceiling(w, least),
                 met(None if w is None else w >= GOAL_WRITE_RATIO),
             ]
         )

@@ -67,6 +67,13 @@ def redis_is_volatile(facts: dict[str, Any]) -> bool | None:
     return not redis.get("save") and redis.get("appendonly") == "no"
 
 
+def share_with_ceiling(share: float | None, least: float | None) -> str:
+    """A share of raw commits, with the least write's share beside it when measured."""
+    return (DASH if share is None else f"{share:.0%}") + (
+        "" if least is None else f" (document and event alone: {least:.0%})"
+    )
+
+
 def met(ok: bool | None) -> str:
     return DASH if ok is None else ("yes" if ok else "**no**")
 

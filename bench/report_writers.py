@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from report_page import DASH, LABEL, Page, fig, med, met
+from report_page import DASH, LABEL, Page, fig, med, met, share_with_ceiling
 
 GOAL_PLAIN_SQL_RATIO = 0.90
 GOAL_MANY_WRITERS = 0.80
@@ -45,8 +45,7 @@ def writer_goal_rows(page: Page) -> list[list[str]]:
             [
                 f"{LABEL[store]}, {many.get('producers', 8)} writer processes / their raw commits",
                 f"≥ {GOAL_MANY_WRITERS * 100:.0f} %",
-                (DASH if share is None else f"{share:.0%}")
-                + ("" if least is None else f" (document and event alone: {least:.0%})"),
+                share_with_ceiling(share, least),
                 met(None if share is None else share >= GOAL_MANY_WRITERS),
             ]
         )
