@@ -24,7 +24,8 @@ pytestmark = pytest.mark.e2e
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 APP = Path(__file__).parent / "apps" / "ordered.py"
 DEADLINE = 60.0
-TWO_EACH = ("--concurrency", "2")  # two at a time per process: the keys spread over them
+SLOTS = "2"  # at a time per process; the ordering tests lease no more: the keys spread
+TWO_EACH = ("--concurrency", SLOTS)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -39,10 +40,11 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 class Workers:
     """`oncefire worker APP --processes N` on a store, and the ledger its functions write."""
 
-    def __init__(self, tmp: Path, store_url: str, processes: int) -> None:
+    def __init__(self, tmp: Path, store_url: str, processes: int, **settings: str) -> None:
         self.ledger = tmp / "ledger"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
         env.update(ONCEFIRE_STORE=store_url, E2E_DIR=str(tmp), ONCEFIRE_SWEEP_EVERY="0.5")
+        env.update({f"ONCEFIRE_{name.upper()}": value for name, value in settings.items()})
         self.log_path = tmp / "worker.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -88,8 +90,8 @@ def ledger_count(w: Workers, word: str) -> int:
 def workers(tmp_path: Path, store_url: str) -> Iterator[type[Workers]]:
     started: list[Workers] = []
 
-    def start(processes: int) -> Workers:
-        w = Workers(tmp_path, store_url, processes)
+    def start(processes: int, **settings: str) -> Workers:
+        w = Workers(tmp_path, store_url, processes, **settings)
         started.append(w)
         return w
 
@@ -101,10 +103,11 @@ def workers(tmp_path: Path, store_url: str) -> Iterator[type[Workers]]:
 def test_three_processes_keep_the_order_of_each_key_and_a_failure_holds_back_its_key_only(
     workers: object,
 ) -> None:
-    w: Workers = workers(3)  # type: ignore[operator]
-    # One commit (each set still its own event, in order): the three processes wake to every
-    # key's first event at once, so the keys spread over them (written one by one, the first
-    # process to wake can take each as it comes, and then nothing across processes is tested).
+    w: Workers = workers(3, batch_size=SLOTS)  # type: ignore[operator]
+    # One commit (each set still its own event, in order). A process leases no more than its
+    # two slots and each key's first event holds its slot half a second (apps/ordered.py): the
+    # five keys cannot all go to one process, however fast it wakes, so the test always spans
+    # processes.
     with w.app.db.transaction() as tx:
         for n in range(20):
             for k in range(5):

@@ -6,16 +6,16 @@ callable."""
 from __future__ import annotations
 
 import pytest
-from test_ordering_and_rates import Workers, ledger_count, store_url, workers
+from test_ordering_and_rates import SLOTS, Workers, ledger_count, store_url, workers
 
 pytestmark = pytest.mark.e2e
 __all__ = ["store_url", "workers"]  # the fixtures, shared with the document ordering test
 
 
 def test_three_processes_keep_the_order_of_each_computed_key(workers: object) -> None:
-    w: Workers = workers(3)  # type: ignore[operator]
-    # One commit: the three processes wake to every customer's first order at once, so the
-    # keys spread over them (written one by one, the first process to wake can take each).
+    w: Workers = workers(3, batch_size=SLOTS)  # type: ignore[operator]
+    # One commit; each process leases no more than its two slots and each customer's first
+    # order holds its slot half a second: the five customers spread over the processes.
     with w.app.db.transaction() as tx:
         for n in range(20):
             for c in range(5):
