@@ -1,5 +1,5 @@
 """The attempts a worker runs: started in threads (async ones on one event loop), collected
-when they end, watched for their deadline; and the leases a worker gives up.
+when they end, watched for their deadline.
 
 The worker loop (worker.py) decides when; these do the work.
 """
@@ -7,6 +7,7 @@ The worker loop (worker.py) decides when; these do the work.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import socket
@@ -62,14 +63,17 @@ class Flight:
 
     leased: Leased
     trigger: Trigger
+    # time.monotonic() when its function is due to end, and when it started: a sync flight's
+    # are set when a thread takes it (infinite and its admission time until then).
     deadline: float
-    started: float  # time.monotonic() at its start
+    started: float
     # Set by the attempt's thread just before the function is called: from then on it may
     # have run (a worker confirms as started only attempts whose function was entered).
     entered: execution.Entry = field(default_factory=execution.Entry)
     is_settled: bool = False  # its result no longer counts: its lease was lost
     is_overdue: bool = False  # still running past its deadline: written when it ends
     is_done: bool = False  # its thread (or the event loop) has ended it: collected next
+    held_until: float = -math.inf  # its lease's end as last renewed (the store's clock)
 
     def log_extra(self) -> dict[str, object]:
         """The fields a log line about this attempt carries."""
@@ -81,7 +85,8 @@ class Flights:
 
     def __init__(self, rt: Runtime, concurrency: int) -> None:
         self.rt = rt
-        self.running: dict[int, Flight] = {}  # by id()
+        self.slots = concurrency
+        self.running: dict[int, Flight] = {}  # by id(), those waiting for a thread included
         self.ended: list[tuple[Flight, Ending]] = []  # ended, not written yet
         self.first_ended_at = 0.0  # time.monotonic() when the oldest of `ended` ended
         self.mean_duration: float | None = None  # of recent attempts, in seconds
@@ -98,8 +103,34 @@ class Flights:
         """The delivery ids of the ended attempts."""
         return {flight.leased.lease.delivery_id for flight, _ in self.ended}
 
+    def has_room(self, item: Leased, waiting: int) -> bool:
+        """Whether a leased delivery may start now: a slot is free, or its function is sync
+        and fewer than `waiting` attempts wait for a thread. Short attempts waiting their turn
+        let a thread go from one to the next without the loop handing each over (a wake-up
+        each). None waits while an async attempt runs: the threads and the event loop share
+        the slots, and the functions that run at once never outnumber them."""
+        if len(self.running) < self.slots:
+            return True
+        is_async_running = len(self.running) > self._threads.busy
+        if is_async_running or self.rt.triggers[item.function].is_async:
+            return False
+        return len(self.running) < self.slots + waiting
+
+    def has_waiting(self) -> bool:
+        """Whether a sync attempt waits for a thread (its clock not started)."""
+        return any(math.isinf(f.deadline) for f in self.running.values())
+
+    def take_waiting(self) -> list[Flight]:
+        """Take back the sync attempts no thread has started: they never ran."""
+        waiting = self._threads.take_waiting()
+        self._threads.busy -= len(waiting)
+        for flight in waiting:
+            del self.running[id(flight)]
+        return waiting
+
     def start(self, item: Leased) -> Flight:
-        """Start the function of a leased delivery (marked started in the store)."""
+        """Start the function of a leased delivery (marked started in the store): at once,
+        or, sync, when a thread is free."""
         trigger = self.rt.triggers[item.function]
         started = time.monotonic()
         if trigger.is_async:
@@ -112,7 +143,8 @@ class Flights:
             # when the loop came to look.
             future.add_done_callback(lambda f: self._done.put(async_done(flight, f)))
         else:
-            flight = Flight(item, trigger, started + trigger.options.timeout, started)
+            flight = Flight(item, trigger, math.inf, started)
+            flight.held_until = item.started_at + self.rt.settings.lease
             self._threads.run(flight)
         self.running[id(flight)] = flight
         return flight
@@ -131,7 +163,8 @@ class Flights:
             del self.running[id(flight)]
             if not flight.trigger.is_async:
                 self._threads.busy -= 1
-            self.learn(finished - flight.started)
+            if outcome is not None:
+                self.learn(finished - flight.started)
             if flight.is_settled or outcome is None:
                 # Its lease was lost: another worker owns the delivery now. The effects it had
                 # are recorded all the same.
@@ -181,11 +214,13 @@ class Flights:
         """The running attempts whose lease is still ours."""
         return [f for f in self.running.values() if not f.is_settled]
 
-    def settle_lost(self, worker: str, kept: Collection[Lease]) -> None:
+    def settle_lost(self, worker: str, kept: Collection[Lease], until: float) -> None:
         """Discard the results of running attempts whose lease is not among those kept:
-        another worker owns their deliveries now."""
+        another worker owns their deliveries now. Those kept are held until `until`."""
         for flight in self.live():
-            if flight.leased.lease not in kept:
+            if flight.leased.lease in kept:
+                flight.held_until = until
+            else:
                 flight.is_settled = True
                 log.warning(
                     "%s lost the lease of delivery %d",
@@ -282,12 +317,20 @@ class AttemptThreads:
             self._count += 1
         self._work.put(flight)
 
+    def take_waiting(self) -> list[Flight]:
+        """Take the flights no thread has started out of their queue."""
+        waiting = []
+        with suppress(queue.Empty):
+            while (flight := self._work.get_nowait()) is not None:
+                waiting.append(flight)
+            self._work.put(None)  # taken with the flights: passed on again
+        return waiting
+
     def stop(self) -> None:
         """Cancel the flights no thread has started, and let each thread end after the one
         it runs."""
-        with suppress(queue.Empty):
-            while (flight := self._work.get_nowait()) is not None:
-                self._done.put((flight, None, time.monotonic()))
+        for flight in self.take_waiting():
+            self._done.put((flight, None, time.monotonic()))
         self._work.put(None)
 
 
@@ -295,8 +338,14 @@ def _serve(
     rt: Runtime, work: queue.SimpleQueue[Flight | None], done: queue.SimpleQueue[Done]
 ) -> None:
     """An attempt thread: run the flights it is given until told to end (by None, which it
-    passes on to the next thread)."""
+    passes on to the next thread). A flight's clock starts when a thread takes it; one whose
+    lease was lost or ran out while it waited (its process stopped, say) is not run."""
     while (flight := work.get()) is not None:
+        if flight.is_settled or rt.clock.now() >= flight.held_until:
+            done.put((flight, None, time.monotonic()))
+            continue
+        flight.started = time.monotonic()
+        flight.deadline = flight.started + flight.trigger.options.timeout
         outcome: Ending | BaseException
         try:
             outcome = execution.run(rt, flight.trigger, flight.leased, flight.entered)
@@ -317,62 +366,3 @@ def write_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) 
     except Exception as exc:
         log.warning("worker %s writing one attempt at a time: %s", worker, exc)
         return execution.write_each(rt, items)
-
-
-RESCUE_BATCH = 256  # leases re-leased to a rescuer per statement
-
-
-def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
-    """For each delivery whose lease ran out: write a crashed attempt (and retry or bury it)
-    if its function was started, or hand it back uncounted if it never was or if it was marked
-    started a wave ahead (then solo). Each is first
-    re-leased to this worker in one atomic statement, so two rescuers never take the same
-    delivery; batches are taken until none is left. Returns (leases that ran out, crashed
-    attempts written)."""
-    taken = crashed = 0
-    while True:
-        now = rt.clock.now()
-        expired = rt.store.take_expired_leases(
-            now, now + rt.settings.lease, functions, RESCUE_BATCH
-        )
-        taken += len(expired)
-        unstarted = [item.lease for item in expired if not item.is_started]
-        if unstarted:
-            released = rt.store.release(unstarted)
-            log.info(
-                "handed back %d delivery(ies) a stopped worker held but never started", released
-            )
-        # Marked started a wave ahead, with others: whether each ran, or which one ended the
-        # process, is not known. Handed back uncharged; each runs alone from now on, and is
-        # charged if it crashes alone.
-        ahead = [item.lease for item in expired if item.is_started and item.is_ahead]
-        if ahead:
-            released = rt.store.release(ahead, is_solo=True)
-            log.info("handed back %d delivery(ies) a stopped worker marked ahead", released)
-        for item in expired:
-            if item.is_started and not item.is_ahead:
-                ending = Ending(
-                    Outcome.CRASHED,
-                    f"worker died or stalled: lease ran out during attempt {item.attempt}",
-                )
-                crashed += execution.write_ending(rt, rt.triggers[item.function], item, ending)
-        if len(expired) < RESCUE_BATCH:
-            return taken, crashed
-
-
-def hand_back(rt: Runtime, worker: str, leases: Sequence[Lease]) -> None:
-    """Hand back, uncounted, deliveries leased here that never started."""
-    if not leases:
-        return
-    try:
-        released = rt.store.release(leases)
-    except StoreError as exc:
-        log.error(
-            "worker %s could not hand back %d delivery(ies) (%s): their leases will run out "
-            "and they will run elsewhere",
-            worker,
-            len(leases),
-            exc,
-        )
-    else:
-        log.info("worker %s handed back %d unstarted delivery(ies)", worker, released)

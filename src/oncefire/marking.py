@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from oncefire.flights import Flight
 from oncefire.stores.base import Leased, Store, Taken
+from oncefire.stores.sql_store import is_head_started
 
 # A lease or a wave ahead takes about this many seconds of work beyond the free slots, at the
 # attempts' mean duration: enough that a commit serves many events, little enough to share a
@@ -36,6 +37,26 @@ def ahead_count(concurrency: int, mean_duration: float | None) -> int:
     if mean_duration is None:
         return 0
     return int(concurrency * PREFETCH / max(mean_duration, 1e-6))
+
+
+def lease_limit(running: int, concurrency: int, mean_duration: float | None, most: int) -> int:
+    """How many deliveries to lease: the free slots, plus about PREFETCH seconds of work at
+    the attempts' recent mean duration, up to `most` (batch_size). Short functions come in
+    large batches (few commits an event); slow ones one a slot (no process hoards a backlog)."""
+    free = max(0, concurrency - running)
+    return max(free, min(most, free + ahead_count(concurrency, mean_duration)))
+
+
+# Short sync attempts waiting for a thread beyond the free slots, at most, per thread.
+WAITING_PER_THREAD = 8
+
+
+def waiting_count(concurrency: int, mean_duration: float | None, most: int) -> int:
+    """How many short sync attempts may wait for a thread beyond the free slots: those marked
+    ahead, up to WAITING_PER_THREAD a thread, and no more than a batch (`most`, batch_size)
+    holds beyond the slots (none with batches of one: per-event acknowledgement)."""
+    ahead = ahead_count(concurrency, mean_duration)
+    return max(0, min(ahead, WAITING_PER_THREAD * concurrency, most - concurrency))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +90,7 @@ def marked_by_lease(leased: Sequence[Taken], free: int) -> tuple[set[int], set[i
     ahead, but the first started when it starts alone (see Store.lease_due). So a new lease
     needs no plan: its head starts now, marked as plan() would have marked it."""
     ids = {c.lease.delivery_id for c in leased}
-    if leased and (free == 1 or len(leased) == 1):
+    if leased and is_head_started(free, len(leased)):
         return ids, ids - {leased[0].lease.delivery_id}
     return ids, ids
 

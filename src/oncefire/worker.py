@@ -1,21 +1,11 @@
 """A worker: leases due deliveries, runs them with bounded concurrency, renews their leases.
 
-Each delivery a worker holds is in one of four states, all under its lease:
-
-| state    | held in           | leaves when, and to                                             |
-|----------|-------------------|-----------------------------------------------------------------|
-| queued   | `_queue`          | a slot is free and it is marked in the store (marking.py): run. |
-|          |                   | Its renewal failed: dropped, never started here. It waited      |
-|          |                   | HAND_BACK_AFTER, or shutdown: handed back uncounted.            |
-| running  | `flights.running` | its function returned or raised: ended. Past its timeout it     |
-|          |                   | stays running (overdue), keeping its lease and slot, until its  |
-|          |                   | thread ends (ended as a timeout) or its process exits (written  |
-|          |                   | as a timeout on the way out). Renewal failed: result discarded. |
-| ended    | `flights.ended`   | within WRITE_WITHIN, in one batch: written.                     |
-| written  | the store         | (no longer held)                                                |
-
-Every held lease is renewed, queued ones included, so a delivery never starts after its
-lease was lost and is never handed back while its function may still run.
+Each delivery a worker holds is queued (`_queue`: leased, maybe marked), running
+(`flights.running`: a short sync one may first wait there for a thread), ended
+(`flights.ended`: within WRITE_WITHIN, written in one batch), then written; docs/workers.md
+("The states of a delivery inside a worker") has every transition. Every held lease is
+renewed, queued ones included, so a delivery never starts after its lease was lost and is
+never handed back while its function may still run.
 """
 
 from __future__ import annotations
@@ -32,11 +22,12 @@ from oncefire import execution, marking, ticks, ttl
 from oncefire.alerts import check_alerts
 from oncefire.errors import StoreError
 from oncefire.flights import DrainSummary as DrainSummary
-from oncefire.flights import Flight, Flights, hand_back, worker_name, write_all
-from oncefire.flights import rescue as rescue_expired
+from oncefire.flights import Flight, Flights, worker_name, write_all
 from oncefire.keeper import Keeper
 from oncefire.progress import Progress
 from oncefire.rates import idle_wait
+from oncefire.rescue import hand_back
+from oncefire.rescue import rescue as rescue_expired
 from oncefire.retry import Outcome
 from oncefire.stores.base import Leased, Taken
 
@@ -90,6 +81,7 @@ class Worker:
         self._ahead: set[int] = set()  # those of them marked ahead (marking.py)
         self._unconfirmed: list[Flight] = []  # started here while marked ahead
         self._is_solo_held = False  # a solo delivery is held: nothing else is leased
+        self._has_moved = False  # an attempt ended since the last lease
         self.flights = Flights(rt, self.concurrency)
         self._caps = {
             name: t.options.max_instances
@@ -116,10 +108,17 @@ class Worker:
         self.hand_back_stale()
         # A solo delivery that ended is written in this turn (the queue is empty).
         self._is_solo_held = self._is_solo_held and bool(self._queue or self.flights.running)
-        free = self.concurrency - len(self.flights.running)
+        running = len(self.flights.running)
+        free = max(0, self.concurrency - running)
+        # Beyond the free slots, short sync attempts wait for a thread (Flights.has_room); the
+        # next batch is leased once fewer wait, so the threads run on through its turn (while
+        # they move: none is leased to wait behind an attempt that runs long).
+        waiting = marking.waiting_count(
+            self.concurrency, self.flights.mean_duration, self.batch_size
+        )
         can_lease = (
             not self._queue
-            and free > 0
+            and (free > 0 or (self._has_moved and running < self.concurrency + waiting))
             and not self.stop_requested.is_set()
             and not self.has_stuck_attempt
             and not self._is_solo_held
@@ -127,15 +126,16 @@ class Worker:
         # A turn commits when the next queued delivery to start is not marked yet (marking.py).
         is_marking = any(c.lease.delivery_id not in self._marked for c in islice(self._queue, free))
         must_write = bool(self.flights.ended) and (
-            is_marking  # a commit happens anyway
-            or not self._queue
+            is_marking
+            or can_lease  # a commit happens anyway
             or len(self.flights.ended) >= self.batch_size
             or time.monotonic() - self.flights.first_ended_at >= WRITE_WITHIN
         )
         leased: list[Leased] = []
         if must_write or can_lease or is_marking:
             leased = self._store_turn(delivery_ids, free, must_write, can_lease, is_marking)
-        while self._queue and len(self.flights.running) < self.concurrency:
+            self._has_moved = self._has_moved and not can_lease
+        while self._queue and self.flights.has_room(self._queue[0], waiting):
             if self._queue[0].lease.delivery_id not in self._marked:
                 break  # marked in the next turn
             item = self._queue.popleft()
@@ -212,11 +212,12 @@ class Worker:
     ) -> list[Taken]:
         now = self.rt.clock.now()
         functions = self.keeper.leasable(self.functions)
+        running, mean = len(self.flights.running), self.flights.mean_duration
         return self.rt.store.take_due(
             worker=self.name,
             now=now,
             lease_until=now + self.rt.settings.lease,
-            limit=self.lease_limit(),
+            limit=marking.lease_limit(running, self.concurrency, mean, self.batch_size),
             functions=functions,
             caps=self.keeper.brake.caps(functions, self._caps),
             delivery_ids=delivery_ids,
@@ -227,23 +228,19 @@ class Worker:
         )
 
     def hand_back_stale(self) -> None:
-        """Hand back, uncounted, what waited HAND_BACK_AFTER queued: an idle process runs it."""
-        if self._queue and time.monotonic() - self._queued_at >= HAND_BACK_AFTER:
+        """Hand back, uncounted, what waited HAND_BACK_AFTER since its lease, queued or for a
+        thread (behind an attempt that ran long): an idle process runs it."""
+        if time.monotonic() - self._queued_at >= HAND_BACK_AFTER and (
+            self._queue or self.flights.has_waiting()
+        ):
             self._hand_back_queue()
-
-    def lease_limit(self) -> int:
-        """How many deliveries to lease: the free slots, plus about PREFETCH seconds of work at
-        the attempts' recent mean duration, up to batch_size. Short functions come in large
-        batches (few commits an event); slow ones one a slot (no process hoards a backlog)."""
-        free = self.concurrency - len(self.flights.running)
-        ahead = marking.ahead_count(self.concurrency, self.flights.mean_duration)
-        return max(free, min(self.batch_size, free + ahead))
 
     def collect(self, timeout: float) -> int:
         """Wait up to timeout for attempts to end and set them aside for writing; how
         many ended. An attempt past its timeout makes a worker process stop (its supervisor
         starts a fresh one): a thread cannot be stopped."""
         ended = self.flights.collect(timeout)
+        self._has_moved = self._has_moved or ended > 0
         if self.flights.newly_overdue() and self.is_process:
             self.has_stuck_attempt = True
         return ended
@@ -298,7 +295,7 @@ class Worker:
             self._queue = deque(c for c in self._queue if c.lease in kept)
             self._marked -= {c.lease.delivery_id for c in lost}
             log.warning("%s lost the lease of %d queued delivery(ies)", self.name, len(lost))
-        self.flights.settle_lost(self.name, kept)
+        self.flights.settle_lost(self.name, kept, now + self.rt.settings.lease)
 
     def rescue(self) -> int:
         """Charge a crashed attempt to each delivery whose worker died while running it, and
@@ -389,7 +386,9 @@ class Worker:
         self.flights.stop()
 
     def _hand_back_queue(self) -> None:
-        queued = [c.lease for c in self._queue]  # leased here but never started
+        # Leased here but never started: queued, or waiting for a thread.
+        queued = [c.lease for c in self._queue]
+        queued += [f.leased.lease for f in self.flights.take_waiting()]
         self._queue.clear()
         self._marked.clear()
         self._ahead.clear()

@@ -1,8 +1,10 @@
 """A worker's attempt threads (flights.AttemptThreads): as many as its attempts in flight need,
-never more than its concurrency, and none left behind once it shuts down or is dropped."""
+never more than its concurrency, and none left behind once it shuts down or is dropped; short
+attempts may wait for a thread, their timeout started when one takes them."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 import time
@@ -92,8 +94,8 @@ def test_a_thread_runs_one_attempt_at_a_time_and_slow_ones_do_not_hold_up_others
 
 
 def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
-    # Flights of one slot given two attempts at once (a worker never does: its free slots
-    # bound what it starts): one thread runs them one after the other.
+    # Flights of one slot given two attempts at once: one thread runs them one after the
+    # other.
     release = threading.Event()
     ran: list[tuple[int, str]] = []
 
@@ -126,6 +128,84 @@ def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
     finally:
         release.set()
         flights.stop()
+
+
+def short_attempts(worker: Worker) -> Worker:
+    """A worker that has learned its attempts are short, so they may wait for a thread."""
+    for _ in range(20):
+        worker.flights.learn(0.0001)
+    return worker
+
+
+class AtOnce:
+    """Counts the attempts running at once, sync and async: the most, and who ran."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+        self.ran: list[str] = []
+        self._lock = threading.Lock()
+
+    def enter(self, name: str) -> None:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.ran.append(name)
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+
+def test_short_attempts_wait_for_a_thread_their_timeout_started_when_it_takes_them(
+    app: App,
+) -> None:
+    at_once = AtOnce()
+
+    @app.on_message("t", timeout=0.5, retry=False)
+    def work(event: Event) -> None:
+        at_once.enter("work")
+        time.sleep(0.3)
+        at_once.leave()
+
+    for n in range(3):
+        app.publish("t", {"n": n})
+    worker = short_attempts(Worker(app.runtime, concurrency=1))
+    try:
+        assert worker.lease_and_start() == 3
+        # One runs, two wait for the thread: the loop hands none of them over later.
+        assert len(worker.flights.running) == 3 and worker.flights.has_waiting()
+        # The third waits 0.6 s, longer than its timeout, then runs 0.3 s: not a timeout.
+        assert worker.drain()["succeeded"] == 3
+        assert at_once.most == 1, "never more at once than the worker's concurrency"
+    finally:
+        worker.shutdown()
+
+
+def test_no_attempt_waits_for_a_thread_while_an_async_one_runs(app: App) -> None:
+    at_once = AtOnce()
+
+    @app.on_message("a")
+    async def slow(event: Event) -> None:
+        at_once.enter("slow")
+        await asyncio.sleep(0.2)
+        at_once.leave()
+
+    @app.on_message("s")
+    def quick(event: Event) -> None:
+        at_once.enter("quick")
+        at_once.leave()
+
+    app.publish("a", {})
+    for _ in range(3):
+        app.publish("s", {})
+    worker = short_attempts(Worker(app.runtime, concurrency=1))
+    try:
+        assert worker.lease_and_start() == 4
+        assert len(worker.flights.running) == 1, "the sync ones wait in the queue"
+        assert worker.drain()["succeeded"] == 4
+        assert at_once.most == 1 and at_once.ran == ["slow", "quick", "quick", "quick"]
+    finally:
+        worker.shutdown()
 
 
 def test_a_flight_says_it_ended_sync_or_async(app: App) -> None:

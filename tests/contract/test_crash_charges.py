@@ -21,7 +21,7 @@ import pytest
 
 from oncefire import App, RetryPolicy, execution
 from oncefire.events import Event
-from oncefire.flights import rescue
+from oncefire.rescue import rescue
 from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
 from oncefire.worker import Worker

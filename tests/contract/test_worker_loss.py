@@ -263,7 +263,8 @@ def test_a_queued_delivery_whose_lease_was_lost_is_dropped_before_it_starts(
     runs, first, second = two_workers(make_app)
     ids = publish(first, {"block": True}, {"n": 1}, {"n": 2})
     worker = prefetching(first)
-    assert worker.lease_and_start() == 3  # one running, two queued
+    assert worker.lease_and_start() == 3  # one running, two waiting for its thread
+    assert worker.flights.has_waiting()
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # this worker stalls past its leases; another rescues them all
     second.drain()
@@ -284,6 +285,7 @@ def test_shutdown_keeps_the_lease_of_an_attempt_still_running(
     running, queued = publish(first, {"block": True}, {"n": 1})
     worker = prefetching(first)
     assert worker.lease_and_start() == 2
+    assert worker.flights.has_waiting()  # the queued one waits for the only thread
     assert runs.started.wait(WAIT)
     worker.shutdown()
     assert first.store.delivery_states(running)[0][1:] == ("running", 1)
@@ -431,7 +433,8 @@ def test_deliveries_a_dead_worker_held_but_never_started_are_not_charged(
     runs, first, second = two_workers(make_app)
     blocked, *queued = publish(first, {"block": True}, *({"n": n} for n in range(5)))
     worker = prefetching(first)
-    assert worker.lease_and_start() == 6  # one running, five queued
+    assert worker.lease_and_start() == 6  # one running, five waiting for its thread
+    assert worker.flights.has_waiting()
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # its process dies (this worker is never used again)
     second.drain()
@@ -441,3 +444,25 @@ def test_deliveries_a_dead_worker_held_but_never_started_are_not_charged(
         assert [a["outcome"] for a in second.store.attempts(event_id)] == ["succeeded"]
         assert second.store.delivery_states(event_id)[0][1:] == ("succeeded", 1)
     assert runs.count == {blocked: 2, **dict.fromkeys(queued, 1)}
+
+
+def test_a_delivery_leased_to_wait_for_a_busy_thread_is_not_charged_when_its_worker_dies(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    runs, first, second = two_workers(make_app)
+    quick, blocked = publish(first, {"n": 0}, {"block": True})
+    worker = prefetching(first)
+    assert worker.lease_and_start() == 2  # quick runs, blocked waits for the only thread
+    assert runs.started.wait(WAIT)  # quick ended; blocked runs
+    assert worker.collect(WAIT) == 1
+    (late,) = publish(first, {"n": 1})
+    # No slot is free, but attempts end: it is leased to wait for the thread, marked ahead
+    # (whether it ran is not known if the worker dies), not started.
+    assert worker.lease_and_start() == 1
+    assert worker.flights.has_waiting()
+    clock.advance(LEASE + 1)  # its process dies (this worker is never used again)
+    second.drain()
+    runs.release()
+    assert [a["outcome"] for a in second.store.attempts(blocked)] == ["crashed", "succeeded"]
+    assert [a["outcome"] for a in second.store.attempts(late)] == ["succeeded"]
+    assert runs.count == {quick: 1, blocked: 2, late: 1}

@@ -48,6 +48,13 @@ def before_solo(candidates: Sequence[Row], is_alone: bool) -> list[int]:
     return [r[1] for r in candidates]
 
 
+def is_head_started(free: int, leased: int) -> bool:
+    """Whether a lease marks its first delivery started, not ahead: it starts alone, now (one
+    slot is free, or it is the only one leased and a slot is free; with no slot free it waits
+    for a thread, so whether it ran would not be known)."""
+    return free == 1 or (leased == 1 and free >= 1)
+
+
 def _by_index(where: DeadLetterFilter, *names: str) -> str | None:
     """Which of (all, of a function, of a function's error group) queries serves where by an
     index alone; None when another filter needs the general query."""

@@ -25,7 +25,7 @@ from oncefire.stores.filewatch import FileWatch
 from oncefire.stores.rate_buckets import Buckets
 from oncefire.stores.record_ops import complete_records
 from oncefire.stores.records import Completed
-from oncefire.stores.sql_store import SqlStore, before_solo
+from oncefire.stores.sql_store import SqlStore, before_solo, is_head_started
 from oncefire.stores.sqlite_attempts import expired_claims, write_attempts
 from oncefire.stores.sqlite_connections import (
     BUSY_TIMEOUT_MS,
@@ -234,7 +234,7 @@ class SqliteStore(SqlStore):
                     "now": now,
                     "ids": chosen,
                     "is_ahead": is_ahead,
-                    "head": chosen[0] if is_ahead and (free == 1 or len(chosen) == 1) else None,
+                    "head": chosen[0] if is_ahead and is_head_started(free, len(chosen)) else None,
                 },
             )
             if buckets is not None:

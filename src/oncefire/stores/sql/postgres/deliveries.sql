@@ -18,8 +18,8 @@ SET LOCAL enable_bitmapscan = off;
 -- (%(token)s): the lease is a delivery's id with it (a token a row cost 1.6 us of the server's
 -- time each). %(ids)s, if not empty,
 -- limits them to those delivery ids; %(is_ahead)s marks them started a wave ahead too, as
--- start_leases would, but the first started when it starts alone (%(free_slots)s is 1, or it
--- is the only one).
+-- start_leases would, but the first started when it starts alone, now (%(free_slots)s is 1,
+-- or it is the only one and a slot is free).
 -- A delivery with an ordering key waits while an earlier one of its key (lower id) is pending
 -- or running. Two claims never lease two of one key: a delivery only leaves pending and
 -- running when it ends, so any snapshot shows an earlier unfinished one as unfinished, and
@@ -42,7 +42,8 @@ WITH due AS (
 ), cut AS (
     SELECT min(n) AS n FROM ranked WHERE solo
 ), chosen AS (
-    SELECT r.id, r.n = 1 AND %(is_ahead)s AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
+    SELECT r.id, r.n = 1 AND %(is_ahead)s AND %(free_slots)s >= 1
+        AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
         AS is_head_started
     FROM ranked r, cut
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
@@ -93,7 +94,8 @@ WITH due AS (
 ), cut AS (
     SELECT min(n) AS n FROM ranked WHERE solo
 ), chosen AS (
-    SELECT r.id, r.n = 1 AND %(is_ahead)s AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
+    SELECT r.id, r.n = 1 AND %(is_ahead)s AND %(free_slots)s >= 1
+        AND (%(free_slots)s = 1 OR count(*) OVER () = 1)
         AS is_head_started
     FROM ranked r, cut
     WHERE cut.n IS NULL OR r.n < cut.n OR (r.n = 1 AND cut.n = 1 AND %(is_alone)s)
