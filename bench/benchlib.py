@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import platform
+import queue
 import random
 import signal
 import socket
@@ -401,6 +402,31 @@ def cpu_probe() -> float:
             json.loads(json.dumps(doc))
         best = min(best, time.perf_counter() - started)
     return round(best / 20_000 * 1e6, 2)
+
+
+def wake_probe() -> float:
+    """µs a wake-up round trip between two threads takes (one item on a queue each way), the
+    best of 3 rounds of 20,000: what handing work between threads costs on this machine (on a
+    virtual machine, tens of µs when the other thread's core idles), to compare sittings."""
+    there: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+    back: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def echo() -> None:
+        while (item := there.get()) is not None:
+            back.put(item)
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for n in range(20_000):
+            there.put(n)
+            back.get()
+        best = min(best, time.perf_counter() - started)
+    there.put(None)
+    thread.join()
+    return round(best / 20_000 * 1e6, 1)
 
 
 class LoadSampler:

@@ -110,14 +110,24 @@ def load(facts: dict[str, Any], when: str) -> str:
 
 
 def probe(facts: dict[str, Any]) -> str:
-    """The sentence on the machine's speed in this sitting (benchlib.cpu_probe)."""
+    """The sentences on the machine's speed in this sitting (benchlib.cpu_probe and
+    wake_probe)."""
     start, end = facts.get("cpu_probe_us_at_start"), facts.get("cpu_probe_us_at_end")
     if start is None:
         return "Its speed was not probed in this sitting."
-    return (
+    said = (
         f"Its speed, to compare sittings (one thread, a JSON round trip of a small document, "
         f"the best of 5 rounds of 20,000): {start:.2f} µs at the start, "
         + (f"{end:.2f} µs at the end." if end is not None else "not read at the end.")
+    )
+    woke, woke_end = facts.get("wake_probe_us_at_start"), facts.get("wake_probe_us_at_end")
+    if woke is None:
+        return said
+    return said + (
+        f" A wake-up round trip between two threads (an item on a queue each way, the best of "
+        f"3 rounds of 20,000; what handing work to a thread costs here): {woke:.1f} µs at the "
+        f"start, "
+        + (f"{woke_end:.1f} µs at the end." if woke_end is not None else "not read at the end.")
     )
 
 

@@ -56,6 +56,7 @@ from benchlib import (
     cpu_probe,
     log,
     machine,
+    wake_probe,
     write_json,
 )
 from writers_plan import WRITER_SCENARIOS, WRITER_SIZES, write_path_extra, writer_plan
@@ -347,6 +348,7 @@ def sitting_facts(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "load_average_at_start": [round(x, 2) for x in load],
         "cpu_probe_us_at_start": cpu_probe(),
+        "wake_probe_us_at_start": wake_probe(),
         "python": sys.version.split()[0],
         "oncefire_commit": git("rev-parse", "--short", "HEAD"),
         "oncefire_src_dirty": bool(dirty) and (ROOT / "src").resolve() == SRC,
@@ -570,6 +572,7 @@ def main() -> int:
     results["wall_seconds"] = time.monotonic() - started
     results["facts"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["facts"]["cpu_probe_us_at_end"] = cpu_probe()
+    results["facts"]["wake_probe_us_at_end"] = wake_probe()
     from report import scenario_times
 
     for name, seconds in scenario_times(results):

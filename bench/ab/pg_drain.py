@@ -1,4 +1,5 @@
-"""An in-process drain of N no-op events by one worker: wall and CPU time per event, for a
+"""An in-process drain of N no-op events by one worker: wall and CPU time per event, and the
+voluntary context switches an event (a thread that slept and was woken: a hand-over), for a
 quick A/B of two trees of src (PYTHONPATH picks the one measured; trees before the Runtime
 take the App). --store sqlite or postgres; --per-event runs it with one slot and batches of
 one (ONCEFIRE_CONCURRENCY=1, ONCEFIRE_BATCH_SIZE=1: a commit per event).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -57,9 +59,11 @@ def main() -> None:
         prefill(app, args.n)
         before = commits(t.url)
         worker = Worker(cast(Any, getattr(app, "runtime", app)))  # App before the Runtime
+        switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
         cpu0, wall0 = time.process_time(), time.perf_counter()
         summary = worker.drain()
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - switches
         worker.shutdown()
         app.close()
         assert summary.attempts == args.n, summary
@@ -71,7 +75,8 @@ def main() -> None:
             made = f", {(commits(t.url) or 0) - before - 1:,} commits"
         print(
             f"{tree} {args.store} {mode}: wall {wall * per:.1f} µs/event,"
-            f" CPU {cpu * per:.1f} µs/event{made}"
+            f" CPU {cpu * per:.1f} µs/event, {switches / args.n:.2f} voluntary context switches"
+            f" an event{made}"
         )
 
 
