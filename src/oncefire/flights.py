@@ -342,6 +342,7 @@ def _serve(
     lease was lost or ran out while it waited (its process stopped, say) is not run."""
     while (flight := work.get()) is not None:
         if flight.is_settled or rt.clock.now() >= flight.held_until:
+            flight.is_done = True
             done.put((flight, None, time.monotonic()))
             continue
         flight.started = time.monotonic()

@@ -444,13 +444,14 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
         first.drain()  # so that it leases ahead of its one slot
         app.publish("t", {"name": "blocker"})
         app.publish("t", {"name": "queued"})
-        assert first.lease_and_start() == 2  # the blocker runs, "queued" waits in the queue
+        assert first.lease_and_start() == 2  # the blocker runs, "queued" waits for the thread
+        assert first.flights.has_waiting()
         wait_for("the blocker to start", lambda: "blocker" in runs)
         clock.advance(app.settings.lease + 1)  # both leases run out; another worker takes them
         second.rescue()
         second.drain()
         assert runs.count("queued") == 1
-        first.renew()  # fails for both: "queued" must leave the local queue
+        first.renew()  # fails for both: "queued" must never start here
         release.set()
         wait_for(
             "the blocker to end", lambda: all(f.is_done for f in first.flights.running.values())
