@@ -112,22 +112,26 @@ def load(facts: dict[str, Any], when: str) -> str:
 def probe(facts: dict[str, Any]) -> str:
     """The sentences on the machine's speed in this sitting (benchlib.cpu_probe and
     wake_probe)."""
-    start, end = facts.get("cpu_probe_us_at_start"), facts.get("cpu_probe_us_at_end")
-    if start is None:
+    if facts.get("cpu_probe_us_at_start") is None:
         return "Its speed was not probed in this sitting."
     said = (
-        f"Its speed, to compare sittings (one thread, a JSON round trip of a small document, "
-        f"the best of 5 rounds of 20,000): {start:.2f} µs at the start, "
-        + (f"{end:.2f} µs at the end." if end is not None else "not read at the end.")
+        "Its speed, to compare sittings (one thread, a JSON round trip of a small document, "
+        f"the best of 5 rounds of 20,000): {start_and_end(facts, 'cpu_probe_us', 2)}"
     )
-    woke, woke_end = facts.get("wake_probe_us_at_start"), facts.get("wake_probe_us_at_end")
-    if woke is None:
+    if facts.get("wake_probe_us_at_start") is None:
         return said
     return said + (
-        f" A wake-up round trip between two threads (an item on a queue each way, the best of "
-        f"3 rounds of 20,000; what handing work to a thread costs here): {woke:.1f} µs at the "
-        f"start, "
-        + (f"{woke_end:.1f} µs at the end." if woke_end is not None else "not read at the end.")
+        " A wake-up round trip between two threads (an item on a queue each way, the best of "
+        "3 rounds of 20,000; what handing work to a thread costs here): "
+        + start_and_end(facts, "wake_probe_us", 1)
+    )
+
+
+def start_and_end(facts: dict[str, Any], name: str, digits: int) -> str:
+    """A probe's µs read at the start and the end of the sitting (`name`_at_start, _at_end)."""
+    start, end = facts[f"{name}_at_start"], facts.get(f"{name}_at_end")
+    return f"{start:.{digits}f} µs at the start, " + (
+        f"{end:.{digits}f} µs at the end." if end is not None else "not read at the end."
     )
 
 
