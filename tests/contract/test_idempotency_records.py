@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -112,12 +112,13 @@ def statements_of_this_thread(app: App) -> Iterator[list[str]]:
     """The SQL statements the store runs for the calling thread inside the block."""
     seen: list[str] = []
     if isinstance(app.store, SqliteStore):
-        with app.store.connections.connection() as conn:
-            conn.set_trace_callback(seen.append)
-            try:
-                yield seen
-            finally:
-                conn.set_trace_callback(None)
+        # Both of the thread's connections: the usual one and the one that does not flush.
+        with ExitStack() as stack:
+            for flushed in (True, False):
+                conn = stack.enter_context(app.store.connections.connection(flushed=flushed))
+                conn.set_trace_callback(seen.append)
+                stack.callback(conn.set_trace_callback, None)
+            yield seen
         return
     import psycopg
 
@@ -149,6 +150,64 @@ def test_a_new_key_costs_one_statement_to_claim_and_one_to_complete(app: App) ->
     with statements_of_this_thread(app) as releasing:
         _release(app.runtime, _acquire(app.runtime, spec, message_event("e2", amount=500)))
     assert [s.split()[0] for s in releasing] == ["INSERT", "DELETE"]
+
+
+def synchronous_of_statements(store: SqliteStore, run: Any) -> dict[str, int]:
+    """The `PRAGMA synchronous` (2 FULL, 1 NORMAL) of the connection each statement `run()`
+    makes on this thread ran on, by the statement's first word."""
+    seen: dict[str, int] = {}
+    with ExitStack() as stack:
+        for flushed in (True, False):
+            conn = stack.enter_context(store.connections.connection(flushed=flushed))
+            level = conn.execute("PRAGMA synchronous").fetchone()[0]
+            conn.set_trace_callback(lambda sql, level=level: seen.setdefault(sql.split()[0], level))
+            stack.callback(conn.set_trace_callback, None)
+        run()
+    return seen
+
+
+def test_sqlite_commits_an_in_progress_record_without_waiting_for_the_disk(
+    sqlite_url: str,
+) -> None:
+    # An in-progress record lost in a power cut changes no outcome; a completion does.
+    app = App(sqlite_url, clock=TestClock())
+    store = app.store
+    assert isinstance(store, SqliteStore)
+    try:
+        acquired = synchronous_of_statements(
+            store, lambda: store.acquire_idempotency(in_progress("t1"), T0)
+        )
+        taken = synchronous_of_statements(
+            store, lambda: store.take_over_idempotency(in_progress("t2"), "t1", T0 + LEASE)
+        )
+        done = IdempotencyCompletion("charge/k", "t2", T0 + 1, T0 + 50, None)
+        completed = synchronous_of_statements(
+            store, lambda: store.complete_idempotency_many([done])
+        )
+        assert acquired == {"INSERT": 1} and taken == {"UPDATE": 1}
+        assert completed == {"UPDATE": 2}
+        assert store.idempotency_record("charge/k") == IdempotencyRecord(
+            "charge/k", "charge", "completed", "t2", "h1", T0 + 1, T0 + 50, None
+        )
+    finally:
+        app.close()
+
+
+def test_sqlite_acquire_inside_an_open_transaction_joins_it(sqlite_url: str) -> None:
+    # A second connection would wait for the lock this thread holds, then fail.
+    app = App(sqlite_url, clock=TestClock())
+    store = app.store
+    assert isinstance(store, SqliteStore)
+    try:
+        with pytest.raises(RuntimeError, match="undone"), store.batch():
+            assert store.acquire_idempotency(in_progress("t1"), T0)
+            raise RuntimeError("undone")
+        assert store.idempotency_record("charge/k") is None
+        with store.connections.transaction():
+            assert store.acquire_idempotency(in_progress("t1"), T0)
+        assert store.idempotency_record("charge/k") == in_progress("t1")
+    finally:
+        app.close()
 
 
 def test_a_completion_cut_off_by_a_postgres_restart_lands_after_the_reconnect(

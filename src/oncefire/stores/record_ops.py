@@ -32,9 +32,14 @@ class RecordOps:
     def _one(self) -> Statements:
         raise NotImplementedError
 
+    def _unflushed(self) -> Statements:
+        """Statements committed on their own whose commit need not wait for the disk: an
+        in-progress record lost in a power cut changes no outcome (docs/idempotency.md)."""
+        return self._one()
+
     def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
         """Insert an in-progress record, replacing an expired one; False while a live one is."""
-        return self._one().count("insert_record", {**asdict(record), "now": now}) == 1
+        return self._unflushed().count("insert_record", {**asdict(record), "now": now}) == 1
 
     def idempotency_record(self, key: str) -> IdempotencyRecord | None:
         """The record of an @idempotent key, as last committed."""
@@ -46,7 +51,7 @@ class RecordOps:
     ) -> bool:
         """Replace the in-progress record of stale_token whose lease ended by lease_ended_by."""
         args = {**asdict(record), "stale_token": stale_token, "lease_ended_by": lease_ended_by}
-        return self._one().count("take_over_record", args) == 1
+        return self._unflushed().count("take_over_record", args) == 1
 
     def complete_idempotency_many(self, completions: Sequence[IdempotencyCompletion]) -> set[str]:
         """Mark each record completed with its result if its token still holds it, in one

@@ -66,6 +66,7 @@ class SqliteStore(SqlStore):
         )
         self.connections.wait_limit = busy_wait
         self._one_statement = OneStatement(self.connections)
+        self._unflushed_statement = OneStatement(self.connections, flushed=False)
         self._watch: FileWatch | None = None
         self._catalogs = CatalogCache()  # functions and index fields, between transactions
         self.tables: TableTriggers = SqliteTableTriggers(self._write, SQL)
@@ -80,6 +81,9 @@ class SqliteStore(SqlStore):
 
     def _one(self) -> OneStatement:
         return self._one_statement
+
+    def _unflushed(self) -> OneStatement:
+        return self._unflushed_statement
 
     @contextmanager
     def _write(self, mode: str = "IMMEDIATE") -> Iterator[SqliteStatements]:

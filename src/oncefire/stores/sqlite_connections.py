@@ -44,7 +44,9 @@ class SqliteConnections:
         longest = BUSY_TIMEOUT_MS / 1000
         return longest if self.wait_limit is None else min(longest, self.wait_limit)
 
-    def _connect(self, owner: threading.Thread | None) -> sqlite3.Connection:
+    def _connect(
+        self, owner: threading.Thread | None, *, flushed: bool = True
+    ) -> sqlite3.Connection:
         # auto_vacuum takes effect only before the first table: set it on a new file only, so
         # opening an existing store writes nothing (a read-only one opens, and says so later).
         is_new = (
@@ -61,7 +63,7 @@ class SqliteConnections:
                 conn.execute(SQL["incremental_auto_vacuum"])
             if not self.is_memory:
                 conn.execute(SQL["wal_mode"])
-            is_full = self.synchronous == "FULL"
+            is_full = self.synchronous == "FULL" and flushed
             conn.execute(SQL["synchronous_full" if is_full else "synchronous_normal"])
             conn.execute(SQL["short_busy_timeout"])
         except sqlite3.Error as exc:
@@ -82,8 +84,15 @@ class SqliteConnections:
         return conn
 
     @contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection; every driver error in the block becomes a StoreError."""
+    def connection(self, *, flushed: bool = True) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; every driver error in the block becomes a StoreError.
+
+        flushed=False: this thread's second connection, whose commits do not wait for the
+        disk (synchronous NORMAL), for a write whose loss in a power cut changes no outcome
+        (docs/idempotency.md); the first one while this thread is in a transaction on it (the
+        write joins it, and a second connection would wait for its lock), or when every
+        commit of the store skips the wait already.
+        """
         try:
             if self.is_memory:
                 with self._shared_lock:
@@ -91,9 +100,11 @@ class SqliteConnections:
                         self._shared = self._connect(None)
                     yield self._shared
                 return
-            conn = getattr(self._local, "conn", None)
+            slot = "conn" if flushed or not self._may_skip_flush() else "unflushed"
+            conn = getattr(self._local, slot, None)
             if conn is None:
-                conn = self._local.conn = self._connect(threading.current_thread())
+                conn = self._connect(threading.current_thread(), flushed=slot == "conn")
+                setattr(self._local, slot, conn)
             depth = getattr(self._local, "depth", 0)  # connection() blocks may nest
             self._local.depth = depth + 1
             try:
@@ -104,7 +115,7 @@ class SqliteConnections:
                     raise
                 # A connection opened while the files were read-only stays read-only: drop
                 # it (closed by the outermost block), and open another on the next use.
-                self._local.conn = None
+                setattr(self._local, slot, None)
                 if depth == 0:
                     self._drop(conn)
                 if isinstance(exc, StoreError) and "is read-only" in str(exc):
@@ -126,6 +137,11 @@ class SqliteConnections:
             self._all = [(t, c) for t, c in self._all if c is not conn]
         with suppress(sqlite3.Error):
             conn.close()
+
+    def _may_skip_flush(self) -> bool:
+        main: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        is_busy_here = self.in_batch or (main is not None and main.in_transaction)
+        return self.synchronous == "FULL" and not is_busy_here
 
     @property
     def in_batch(self) -> bool:
@@ -229,13 +245,14 @@ class OneStatement:
     writer waits busy_timeout inside SQLite, fails changing nothing, and is run again until
     the store's busy wait has passed."""
 
-    def __init__(self, connections: SqliteConnections) -> None:
+    def __init__(self, connections: SqliteConnections, *, flushed: bool = True) -> None:
         self._connections = connections
+        self._flushed = flushed  # False: committed without waiting for the disk (connection())
 
     def _run(self, name: str, args: Args, answer: Callable[[sqlite3.Cursor], Any]) -> Any:
         deadline = time.monotonic() + self._connections.busy_wait
         sql, flat = expand_lists(SQL[name], args)
-        with self._connections.connection() as conn:
+        with self._connections.connection(flushed=self._flushed) as conn:
             faults.before(name)
             while True:
                 try:
