@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -16,9 +17,12 @@ from oncefire import App, idempotent
 from oncefire.errors import StoreUnavailableError
 from oncefire.events import Event
 from oncefire.idempotency import IdempotencySpec, _acquire, _finish, _release
+from oncefire.stores import queries
 from oncefire.stores.base import Completed, IdempotencyCompletion, IdempotencyRecord, Store
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock, deliver
+
+SQL_POSTGRES = queries.load("postgres")
 
 # -- the store's @idempotent operations -------------------------------------------------
 
@@ -135,6 +139,11 @@ def statements_of_this_thread(app: App) -> Iterator[list[str]]:
         yield seen
 
 
+def verb(sql: str) -> str:
+    """What a statement does, after its WITH clauses."""
+    return next(w for w in sql.split() if w in ("INSERT", "UPDATE", "DELETE", "SELECT"))
+
+
 def test_a_new_key_costs_one_statement_to_claim_and_one_to_complete(app: App) -> None:
     spec = IdempotencySpec(LEASE, 3600.0, lambda e: e.id, "charge")
     event = message_event("e1", amount=500)
@@ -143,13 +152,13 @@ def test_a_new_key_costs_one_statement_to_claim_and_one_to_complete(app: App) ->
         claim = _acquire(app.runtime, spec, event)
     with statements_of_this_thread(app) as completing:
         _finish(app.runtime, spec, claim, "ok")
-    assert [s.split()[0] for s in claiming] == ["INSERT"]
-    assert [s.split()[0] for s in completing] == ["UPDATE"]
+    assert [verb(s) for s in claiming] == ["INSERT"]
+    assert [verb(s) for s in completing] == ["UPDATE"]
     second = _acquire(app.runtime, spec, event)
     assert second.is_done and second.result == "ok"
     with statements_of_this_thread(app) as releasing:
         _release(app.runtime, _acquire(app.runtime, spec, message_event("e2", amount=500)))
-    assert [s.split()[0] for s in releasing] == ["INSERT", "DELETE"]
+    assert [verb(s) for s in releasing] == ["INSERT", "DELETE"]
 
 
 def synchronous_of_statements(store: SqliteStore, run: Any) -> dict[str, int]:
@@ -206,6 +215,45 @@ def test_sqlite_acquire_inside_an_open_transaction_joins_it(sqlite_url: str) -> 
         with store.connections.transaction():
             assert store.acquire_idempotency(in_progress("t1"), T0)
         assert store.idempotency_record("charge/k") == in_progress("t1")
+    finally:
+        app.close()
+
+
+def test_postgres_commits_an_in_progress_record_without_waiting_for_the_flush_but_not_a_batch(
+    postgres_store_url: str,
+) -> None:
+    # synchronous_commit is off for the acquire's own transaction only: never for a batch it
+    # joins (a worker's turn), nor for the next statement of its pooled connection.
+    from oncefire.stores.postgres import PostgresStore
+
+    app = App(postgres_store_url, clock=TestClock())
+    store = app.store
+    assert isinstance(store, PostgresStore)
+    sent: list[dict[str, Any]] = []
+    run = store.pool.run
+
+    def recorded(query: str, args: Any = ()) -> list[Any]:
+        if "oncefire_idempotency" in query:
+            sent.append(dict(args))
+        return run(query, args)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(store.pool, "run", recorded)
+            assert store.acquire_idempotency(in_progress("t1"), T0)
+            assert store.take_over_idempotency(in_progress("t2"), "t1", T0 + LEASE)
+            with store.batch():
+                assert store.acquire_idempotency(in_progress("t3", T0 + 200, "h3"), T0 + 200)
+                assert store.pool.run("SHOW synchronous_commit") == [("on",)]
+        assert [a["unflushed"] for a in sent] == [True, True, False]
+        with store.pool.transaction() as conn:  # the acquire's setting, in a transaction
+            conn.execute(
+                SQL_POSTGRES["insert_record"],
+                {**asdict(in_progress("t9")), "key": "charge/other", "now": T0, "unflushed": True},
+            )
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        assert store.pool.run("SHOW synchronous_commit") == [("on",)]
+        assert store.idempotency_record("charge/k") == in_progress("t3", T0 + 200, "h3")
     finally:
         app.close()
 

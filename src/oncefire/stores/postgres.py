@@ -24,7 +24,7 @@ from oncefire.rates import RateLimit, available
 from oncefire.stores import migrations, queries
 from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
-from oncefire.stores.connection import Row, Statements
+from oncefire.stores.connection import Statements
 from oncefire.stores.record_ops import completions_arg
 from oncefire.stores.sql_store import SqlStore
 from oncefire.stores.table_triggers import PostgresTableTriggers, TableTriggers
@@ -40,7 +40,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from oncefire.stores.postgres_clock import DatabaseClock
 from oncefire.stores.postgres_listener import Listener
 from oncefire.stores.postgres_pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
-from oncefire.stores.postgres_statements import PostgresStatements, floats
+from oncefire.stores.postgres_statements import PostgresStatements, expired_leases, floats
 from oncefire.stores.postgres_tx import PostgresTx, lock_key, set_document_args
 from oncefire.stores.rate_buckets import Buckets
 
@@ -64,22 +64,6 @@ def _ending(lease: Lease, result: Ending, **more: Any) -> dict[str, Any]:
     }
 
 
-def _expired(rows: list[Row], now: float) -> list[Leased]:
-    """Leased deliveries of rows (id, token, function, attempt, started_at, event...)."""
-    return [
-        Leased(
-            Lease(r[0], r[1]),
-            r[2],
-            r[3],
-            r[4] if r[4] is not None else now,
-            StoredEvent(*r[5:13]),
-            is_started=r[4] is not None,
-            is_ahead=bool(r[13]),
-        )
-        for r in rows
-    ]
-
-
 class PostgresStore(SqlStore):
     """oncefire's state in a PostgreSQL database, shared by workers on many machines."""
 
@@ -90,6 +74,7 @@ class PostgresStore(SqlStore):
         self.url = url
         self.pool = Pool(url, min_size=pool_min, max_size=pool_max)
         self._pooled = PooledStatements(self.pool)
+        self._unflushed_pooled = PooledStatements(self.pool, flushed=False)
         self._listener = Listener(url)
         self._catalogs = CatalogCache()  # functions and index fields, between transactions
         self.database_clock = DatabaseClock(
@@ -106,6 +91,9 @@ class PostgresStore(SqlStore):
 
     def _one(self) -> PooledStatements:
         return self._pooled
+
+    def _unflushed(self) -> PooledStatements:
+        return self._unflushed_pooled
 
     @contextmanager
     def _write(self) -> Iterator[PostgresStatements]:
@@ -381,7 +369,7 @@ class PostgresStore(SqlStore):
             return []
         args = {"now": now + self.database_clock.offset(), "functions": list(functions)}
         args["limit"] = limit
-        return _expired(self._pooled.fetch("expired_leases", args), now)
+        return expired_leases(self._pooled.fetch("expired_leases", args), now)
 
     def take_expired_leases(
         self, now: float, lease_until: float, functions: Sequence[str], limit: int
@@ -393,7 +381,7 @@ class PostgresStore(SqlStore):
         offset = self.database_clock.offset()
         args: dict[str, Any] = {"now": now + offset, "lease_until": lease_until + offset}
         args |= {"token": uuid.uuid4().hex, "functions": list(functions), "limit": limit}
-        return _expired(self._pooled.fetch("take_expired_leases", args), now)
+        return expired_leases(self._pooled.fetch("take_expired_leases", args), now)
 
     def wait(self, timeout: float) -> None:
         """Sleep up to timeout, returning early on a NOTIFY of new work (postgres_listener)."""

@@ -133,6 +133,11 @@ class Pool:
         assert last is not None
         raise failure(last) from last
 
+    @property
+    def in_batch(self) -> bool:
+        """Whether this thread is inside batch()."""
+        return getattr(self._local, "conn", None) is not None
+
     @contextmanager
     def batch(self) -> Iterator[None]:
         """Make this thread's calls share one transaction until the block ends."""
@@ -296,20 +301,28 @@ class PooledStatements:
     """Named queries each run on a pooled connection as a transaction of its own (or in this
     thread's batch): one round trip each."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, *, flushed: bool = True) -> None:
         self._pool = pool
+        # False: a query that reads %(unflushed)s commits without waiting for the WAL flush
+        # (synchronous_commit off for its own transaction), but never inside a batch.
+        self._flushed = flushed
+
+    def _args(self, args: Args) -> dict[str, Any]:
+        if self._flushed:
+            return dict(args)
+        return {**args, "unflushed": not self._pool.in_batch}
 
     def fetch(self, name: str, args: Args = NO_ARGS) -> list[Row]:
         """The rows a query returns."""
-        return self._pool.run(SQL[name], dict(args))
+        return self._pool.run(SQL[name], self._args(args))
 
     def execute(self, name: str, args: Args = NO_ARGS) -> None:
         """Run a statement."""
-        self._pool.run(SQL[name], dict(args))
+        self._pool.run(SQL[name], self._args(args))
 
     def count(self, name: str, args: Args = NO_ARGS) -> int:
         """Run a statement; the number of rows it changed."""
-        return int(self._pool.run(SQL[name], dict(args))[0])
+        return int(self._pool.run(SQL[name], self._args(args))[0])
 
     def execute_many(self, name: str, rows: Sequence[Args]) -> None:
         """Run a statement once per set of arguments, in one transaction."""

@@ -7,7 +7,9 @@ from typing import Any
 
 import psycopg
 
+from oncefire.events import StoredEvent
 from oncefire.stores import faults
+from oncefire.stores.base import Lease, Leased
 from oncefire.stores.connection import NO_ARGS, Args, Row
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -53,3 +55,19 @@ def floats(values: Sequence[float | None]) -> list[float | None]:
     """Values for a binary float8[] parameter (`%(x)b`), which takes one Python type: an int
     among floats (a custom clock's time) is refused, so each is made a float."""
     return [None if v is None else float(v) for v in values]
+
+
+def expired_leases(rows: list[Row], now: float) -> list[Leased]:
+    """Leased deliveries of rows (id, token, function, attempt, started_at, event...)."""
+    return [
+        Leased(
+            Lease(r[0], r[1]),
+            r[2],
+            r[3],
+            r[4] if r[4] is not None else now,
+            StoredEvent(*r[5:13]),
+            is_started=r[4] is not None,
+            is_ahead=bool(r[13]),
+        )
+        for r in rows
+    ]

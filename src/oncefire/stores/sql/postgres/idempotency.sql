@@ -5,10 +5,17 @@
 
 -- name: insert_record
 -- Replaces a record whose expiry has passed; changes nothing while a live one exists.
+-- Committed on its own (:unflushed), it does not wait for the WAL flush: synchronous_commit
+-- is off for this statement's transaction alone, as the set_config it reads makes it. An
+-- in-progress record lost in a server crash changes no outcome (docs/idempotency.md), and any
+-- later commit that waits flushes it too. In a batch the setting is left as it is.
+WITH unflushed AS (SELECT set_config('synchronous_commit',
+    CASE WHEN %(unflushed)s THEN 'off' ELSE current_setting('synchronous_commit') END, true))
 INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash, lease_until,
     expires_at, result)
-VALUES (%(key)s, %(function)s, %(status)s, %(token)s, %(payload_hash)s, %(lease_until)s, %(expires_at)s,
-    %(result_json)s)
+SELECT %(key)s, %(function)s, %(status)s, %(token)s, %(payload_hash)s, %(lease_until)s,
+    %(expires_at)s, %(result_json)s
+FROM unflushed
 ON CONFLICT (key) DO UPDATE SET function = excluded.function, status = excluded.status,
     token = excluded.token, payload_hash = excluded.payload_hash,
     lease_until = excluded.lease_until, expires_at = excluded.expires_at,
@@ -20,9 +27,13 @@ SELECT key, function, status, token, payload_hash, lease_until, expires_at, resu
 FROM oncefire_idempotency WHERE key = %(key)s;
 
 -- name: take_over_record
+-- Committed on its own, without waiting for the WAL flush, as insert_record.
+WITH unflushed AS (SELECT set_config('synchronous_commit',
+    CASE WHEN %(unflushed)s THEN 'off' ELSE current_setting('synchronous_commit') END, true))
 UPDATE oncefire_idempotency SET function = %(function)s, status = %(status)s, token = %(token)s,
     payload_hash = %(payload_hash)s, lease_until = %(lease_until)s, expires_at = %(expires_at)s,
     result = %(result_json)s
+FROM unflushed
 WHERE key = %(key)s AND token = %(stale_token)s AND status = 'in_progress'
     AND lease_until <= %(lease_ended_by)s;
 
