@@ -10,7 +10,8 @@ growth history and peers in place, before the backlogs grew: oncefire's throughp
 (its drains are timed over a fixed 10 s window, each from a backlog sized to outlast it,
 written once a sitting: now 500,000 events on SQLite, 400,000 on PostgreSQL, whose 250,000
 ran out at 25,000 events/s), the peers about 12 (six of them, 3 runs each:
-Procrastinate, Celery in two set-ups, Dramatiq, Huey, RQ), the other scenarios about 6.
+Procrastinate, Celery in two set-ups, Dramatiq, Huey, RQ), the other scenarios about 20
+(growth about 6 a store).
 Building the growth history the first time (it is kept while the schema and sizes stay) took
 7 minutes a store in the sitting of 2026-12-06 on a fresh checkout, which took 51 minutes in
 all; installing the peers takes a few minutes the first time. Each scenario's wall time is
