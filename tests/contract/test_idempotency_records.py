@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from typing import Any
@@ -165,11 +165,17 @@ def synchronous_of_statements(store: SqliteStore, run: Any) -> dict[str, int]:
     """The `PRAGMA synchronous` (2 FULL, 1 NORMAL) of the connection each statement `run()`
     makes on this thread ran on, by the statement's first word."""
     seen: dict[str, int] = {}
+
+    def tracer(level: int) -> Callable[[str], None]:
+        def trace(sql: str) -> None:
+            seen.setdefault(sql.split()[0], level)
+
+        return trace
+
     with ExitStack() as stack:
         for flushed in (True, False):
             conn = stack.enter_context(store.connections.connection(flushed=flushed))
-            level = conn.execute("PRAGMA synchronous").fetchone()[0]
-            conn.set_trace_callback(lambda sql, level=level: seen.setdefault(sql.split()[0], level))
+            conn.set_trace_callback(tracer(conn.execute("PRAGMA synchronous").fetchone()[0]))
             stack.callback(conn.set_trace_callback, None)
         run()
     return seen
