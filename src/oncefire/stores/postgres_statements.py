@@ -58,16 +58,8 @@ def floats(values: Sequence[float | None]) -> list[float | None]:
 
 
 def expired_leases(rows: list[Row], now: float) -> list[Leased]:
-    """Leased deliveries of rows (id, token, function, attempt, started_at, event...)."""
+    """Leased deliveries of rows (id, token, function, attempt, started_at, event..., ahead)."""
     return [
-        Leased(
-            Lease(r[0], r[1]),
-            r[2],
-            r[3],
-            r[4] if r[4] is not None else now,
-            StoredEvent(*r[5:13]),
-            is_started=r[4] is not None,
-            is_ahead=bool(r[13]),
-        )
+        Leased.run_out(Lease(r[0], r[1]), (r[2], r[3], r[4]), StoredEvent(*r[5:13]), r[13], now)
         for r in rows
     ]

@@ -71,6 +71,28 @@ class Leased:
     is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
     is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
 
+    @classmethod
+    def run_out(
+        cls,
+        lease: Lease,
+        head: tuple[str, int, float | None],
+        event: StoredEvent,
+        is_ahead: int,
+        now: float,
+    ) -> Leased:
+        """A delivery whose lease ran out, from its (function, attempt, started_at): one
+        never marked started was not started (as of now)."""
+        function, attempt, started_at = head
+        return cls(
+            lease,
+            function,
+            attempt,
+            now if started_at is None else started_at,
+            event,
+            is_started=started_at is not None,
+            is_ahead=bool(is_ahead),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Taken:

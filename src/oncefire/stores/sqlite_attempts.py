@@ -40,14 +40,6 @@ def expired_claims(
     ids = list({r[4] for r in rows})
     events = {e[0]: e for e in st.fetch("events_by_id", {"ids": ids})} if rows else {}
     return [
-        Leased(
-            Lease(r[0], r[1]),
-            r[2],
-            r[3],
-            r[5] if r[5] is not None else now,
-            event_of(events[r[4]]),
-            is_started=r[5] is not None,
-            is_ahead=bool(r[6]),
-        )
+        Leased.run_out(Lease(r[0], r[1]), (r[2], r[3], r[5]), event_of(events[r[4]]), r[6], now)
         for r in rows
     ]
