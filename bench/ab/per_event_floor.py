@@ -152,18 +152,21 @@ def loop(url: str, index: int, done: Any, kinds: tuple[str, str, str], is_pipeli
 
 
 def window_rate(done: Any, total: int, window: float, procs: list[Any]) -> float:
-    """Events a second settled over `window` seconds, from the moment 2.5 % were settled."""
-    warmup = max(1, total // 40)
-    while sum(done) < warmup:
-        if not all(p.is_alive() for p in procs):
+    """Events a second settled over `window` seconds once 2.5 % were settled, timed as the
+    throughput scenario times every system (benchlib.time_window)."""
+    from benchlib import time_window
+
+    def remaining() -> int:
+        if any(p.exitcode not in (None, 0) for p in procs):  # 0: it found nothing due
             raise SystemExit("a process of the floor failed: see its error above")
-        time.sleep(0.02)
-    first, started = int(sum(done)), time.monotonic()
-    time.sleep(window)
-    last, ended = int(sum(done)), time.monotonic()
-    if last >= total:
-        raise SystemExit(f"the backlog of {total:,} ran out inside the window: use a larger --n")
-    return (last - first) / (ended - started)
+        return total - int(sum(done))
+
+    result = time_window(
+        remaining, lambda: remaining() > 0, total, warmup=max(1, total // 40), window=window
+    )
+    if result["capped"] or result["short"]:
+        raise SystemExit(f"the backlog of {total:,} ran out or never started: see --n")
+    return float(result["rate"])
 
 
 def run_once(n: int, window: float, kinds: tuple[str, str, str], is_pipelined: bool) -> float:
