@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import time
 
 import pytest
 
@@ -26,10 +27,13 @@ def holds_no_write_lock(store: str) -> bool:
 
 def stop_outside_a_write(store: str, pid: int) -> None:
     """SIGSTOP a worker at a moment it holds no SQLite write lock: a stopped writer would stall
-    every other worker (SQLite has one writer at a time), which no lease can fence."""
-    for _ in range(10):
+    every other worker (SQLite has one writer at a time), which no lease can fence. One stopped
+    inside a write is let run a moment before the next try: stopped again at once, it could
+    never end that write (a commit waiting for the disk takes milliseconds under load)."""
+    for _ in range(20):
         os.kill(pid, signal.SIGSTOP)
         if holds_no_write_lock(store):
             return
         os.kill(pid, signal.SIGCONT)
+        time.sleep(0.01)
     pytest.fail("the worker held the SQLite write lock at every try")
