@@ -19,7 +19,7 @@ from oncefire import App, codec
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
 from oncefire.retry import Outcome
-from oncefire.stores import migrations, postgres_listener, queries
+from oncefire.stores import migrations, postgres_listener, postgres_pool, queries
 from oncefire.stores.base import (
     DeadLetterFilter,
     Ending,
@@ -617,6 +617,66 @@ def test_a_batch_is_completed_by_key_lookups_whatever_the_statistics_say(
     [(query, args)] = sent
     plan = "\n".join(str(r[0]) for r in admin.execute(f"EXPLAIN {query}", args))  # type: ignore[call-overload]
     assert "oncefire_deliveries_running" not in plan
+
+
+def start_plan(store: PostgresStore) -> str:
+    """The plan the store's one connection keeps for start_leases (prepared by psycopg)."""
+    conn = store.pool.take()
+    try:
+        [(name,)] = conn.execute(
+            "SELECT name FROM pg_prepared_statements WHERE statement LIKE %s",
+            ("UPDATE oncefire_deliveries d SET started_at%",),
+        ).fetchall()
+        with conn.transaction():
+            conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")  # as a turn's
+            rows = conn.execute(f"EXPLAIN EXECUTE {name}(1.0, false, '{{1}}', '{{t}}')")
+            return "\n".join(str(r[0]) for r in rows)
+    finally:
+        store.pool.give_back(conn)
+
+
+@pytest.mark.postgres
+def test_a_turn_plans_its_statements_again_once_their_plans_are_old(
+    open_store: Callable[..., PostgresStore],
+    admin: psycopg.Connection[tuple[object, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Prepared while the deliveries were three rows, a turn's statements keep plans that
+    # read the whole table; grown to 20,000 rows with no ANALYZE (autovacuum off for it),
+    # only the BEGIN that releases the plans makes them look each delivery up by its key.
+    store = open_store(pool_min=1, pool_max=1)  # one connection: its plans are the store's
+    admin.execute("ALTER TABLE oncefire_deliveries SET (autovacuum_enabled = false)")
+    monkeypatch.setattr(postgres_pool, "PLANS_FOR", 3600.0)
+    add_pending(store, 3)
+    leases = [
+        c.lease
+        for c in store.lease_due(
+            worker="w", now=NOW, lease_until=NOW + LEASE, limit=3, functions=["f"], caps={}
+        )
+    ]
+
+    def turn() -> None:
+        with store.batch():
+            assert store.start(leases, NOW) == {lease.delivery_id for lease in leases}
+
+    for _ in range(8):  # psycopg prepares a statement at its sixth run
+        turn()
+    admin.execute(
+        "INSERT INTO oncefire_events (id, type, source, time, data, size)"
+        " SELECT 'bulk' || n, 't', 's', 1.0, '{}', 2 FROM generate_series(1, 20000) n"
+    )
+    admin.execute(
+        "INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)"
+        " SELECT 'bulk' || n, 'f', 'succeeded', 1.0, 1.0 FROM generate_series(1, 20000) n"
+    )
+    turn()
+    assert "Seq Scan on oncefire_deliveries" in start_plan(store)  # kept from three rows
+
+    monkeypatch.setattr(postgres_pool, "PLANS_FOR", 0.0)
+    turn()  # its BEGIN releases the plans: this start is planned for 20,003 rows
+    plan = start_plan(store)
+    assert "Seq Scan on oncefire_deliveries" not in plan
+    assert "oncefire_deliveries_pkey" in plan
 
 
 def batch_shard(store: PostgresStore) -> int:

@@ -4,6 +4,8 @@ transactions on it, and driver errors turned into oncefire's, once, at this boun
 from __future__ import annotations
 
 import threading
+import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -33,6 +35,10 @@ CONNECT_TIMEOUT = 5  # seconds (libpq counts whole seconds)
 SQL = queries.load("postgres")
 # The settings a batch's BEGIN makes (begin_turn), which its statements need not make again.
 TURN_SETTINGS = frozenset({SQL["no_bitmap_scans"]})
+# Seconds a connection keeps the plans it made before a transaction's BEGIN releases them
+# (discard_plans): a plan fits the tables as they were when it was made (a turn keeps its
+# generic plans), and only new statistics (ANALYZE) replace it otherwise.
+PLANS_FOR = 10.0
 
 
 def failure(exc: psycopg.Error) -> OncefireError:
@@ -91,6 +97,9 @@ class Pool:
             text = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailableError(f"Cannot connect to the PostgreSQL store: {text}.") from exc
         self._local = threading.local()  # the connection of a batch() in progress, per thread
+        self._planned_at: weakref.WeakKeyDictionary[Connection, float] = (
+            weakref.WeakKeyDictionary()
+        )  # when each connection's plans were released last (or it was first used)
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=min_size,
@@ -200,7 +209,7 @@ class Pool:
             conn = self.take()
             try:
                 faults.before(begin)
-                conn.execute(SQL[begin])
+                conn.execute(self._opening(conn, begin))
             except psycopg.Error as exc:
                 self._pool.putconn(conn)
                 if conn.broken and tries_left:
@@ -211,6 +220,22 @@ class Pool:
                 raise
             return conn
         raise AssertionError("unreachable: the last try returns or raises")
+
+    def _opening(self, conn: Connection, begin: str) -> str:
+        """The query begin, which also releases the connection's cached plans once they are
+        PLANS_FOR old, in the same message (not in a pipeline, which sends one statement a
+        message; its document writes look rows up by key alone). A worker's statements
+        prepared on a new store were planned for tables of a few pages: ending a turn's
+        attempts would scan the whole deliveries table once it grew (a hash join over a
+        sequential scan: about 1 ms of the server's time a turn at 30,000 rows) until an
+        ANALYZE, which autovacuum makes within a minute or so, and never with it off
+        (bench/ab/README.md)."""
+        now = time.monotonic()
+        planned_at = self._planned_at.setdefault(conn, now)
+        if now - planned_at < PLANS_FOR:
+            return SQL[begin]
+        self._planned_at[conn] = now
+        return f"{SQL[begin]}; {SQL['discard_plans']}"
 
     @contextmanager
     def _pipelined(self, begin: str) -> Iterator[Connection]:

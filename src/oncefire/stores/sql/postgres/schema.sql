@@ -71,6 +71,11 @@ SET LOCAL enable_bitmapscan = off;
 -- A read-only transaction that sees one moment of the database.
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 
+-- name: discard_plans
+-- Appended to a BEGIN now and then (postgres_pool.PLANS_FOR): the session's prepared
+-- statements are planned again at their next run, for the tables as they are by then.
+DISCARD PLANS;
+
 -- name: commit
 COMMIT;
 
