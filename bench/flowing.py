@@ -24,7 +24,9 @@ from typing import Any
 import workload
 from benchlib import (
     LATENCY_PORT_ENV,
+    LoadSampler,
     common_args,
+    facts,
     log,
     percentile,
     summarize,
@@ -197,16 +199,18 @@ def main() -> None:
     args = parser.parse_args()
     t = target(args.store)
     runs = []
-    for run in range(args.runs):
-        runs.append(one_run(t, args.producers, args.window, args.share, run, args.rate))
-        full, paced = runs[-1]["full_speed"], runs[-1]["paced"]
-        log(
-            f"events flowing on {t.label}, run {run + 1}/{args.runs}: producers"
-            f" {full['producer_rate']:,.0f}/s, end to end {full['end_to_end_rate']:,.0f}/s"
-            f" ({full['keep_up']:.0%}); at {paced['achieved_rate']:,.0f}/s: p50"
-            f" {paced['p50_ms'] or 0:.2f} ms, p99 {paced['p99_ms'] or 0:.2f} ms"
-            f" ({paced['missing']} missing)"
-        )
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    with LoadSampler() as sampler:
+        for run in range(args.runs):
+            runs.append(one_run(t, args.producers, args.window, args.share, run, args.rate))
+            full, paced = runs[-1]["full_speed"], runs[-1]["paced"]
+            log(
+                f"events flowing on {t.label}, run {run + 1}/{args.runs}: producers"
+                f" {full['producer_rate']:,.0f}/s, end to end {full['end_to_end_rate']:,.0f}/s"
+                f" ({full['keep_up']:.0%}); at {paced['achieved_rate']:,.0f}/s: p50"
+                f" {paced['p50_ms'] or 0:.2f} ms, p99 {paced['p99_ms'] or 0:.2f} ms"
+                f" ({paced['missing']} missing)"
+            )
     write_json(
         args.json,
         {
@@ -223,6 +227,7 @@ def main() -> None:
             "p99_ms": summarize([r["paced"]["p99_ms"] for r in runs]),
             "missing": sum(r["paced"]["missing"] for r in runs),
             "runs": runs,
+            "facts": facts(sampler, started),  # when, at which commit, and the load beside it
         },
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from report_page import DASH, LABEL, Page, fig, med, met, share_with_ceiling
+from report_scenarios import measured_apart
 
 GOAL_PLAIN_SQL_RATIO = 0.90
 GOAL_MANY_WRITERS = 0.80
@@ -253,6 +254,13 @@ def flowing(page: Page) -> None:
                 fig(f.get("p99_ms"), 2),
             ]
         )
+    apart = [
+        f"{LABEL[store]}:{measured_apart(page.get(f'flowing-{store}'))}"
+        for store in STORES
+        if page.get(f"flowing-{store}").get("merged_from")
+    ]
+    if apart:
+        page.add(*apart, "")
     page.table(
         [
             "store",
