@@ -20,10 +20,10 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from oncefire import execution
+from oncefire import acquiring, execution
 from oncefire.errors import StoreError
 from oncefire.execution import EventLoopThread
-from oncefire.idempotency import write_completions
+from oncefire.idempotency import Deferred, write_completions
 from oncefire.retry import Outcome
 from oncefire.stores.base import Ending, Lease, Leased
 
@@ -133,17 +133,18 @@ class Flights:
         or, sync, when a thread is free."""
         trigger = self.rt.triggers[item.function]
         started = time.monotonic()
+        entered = execution.Entry(deferred=Deferred(item.acquired))
         if trigger.is_async:
             if self._loop is None:
                 self._loop = EventLoopThread()
             deadline = started + trigger.options.timeout + TIMEOUT_GRACE
-            flight = Flight(item, trigger, deadline, started)
+            flight = Flight(item, trigger, deadline, started, entered)
             future = self._loop.submit(execution.run_async(self.rt, trigger, item, flight.entered))
             # O(1) per attempt, unlike wait() on them all; the time is when it ended, not
             # when the loop came to look.
             future.add_done_callback(lambda f: self._done.put(async_done(flight, f)))
         else:
-            flight = Flight(item, trigger, math.inf, started)
+            flight = Flight(item, trigger, math.inf, started, entered)
             flight.held_until = item.started_at + self.rt.settings.lease
             self._threads.run(flight)
         self.running[id(flight)] = flight
@@ -159,6 +160,7 @@ class Flights:
             done.append(self._done.get(timeout=timeout))
             while True:
                 done.append(self._done.get_nowait())
+        self._release_untaken([flight for flight, _, _ in done])
         for flight, outcome, finished in done:
             del self.running[id(flight)]
             if not flight.trigger.is_async:
@@ -174,6 +176,14 @@ class Flights:
                 self.first_ended_at = finished
             self.ended.append((flight, ending_of(flight, outcome)))
         return len(done)
+
+    def _release_untaken(self, flights: Sequence[Flight]) -> None:
+        """Release the records acquired with the leases of attempts whose function was never
+        called (too old, or cancelled before it started): their deliveries run again."""
+        try:
+            acquiring.release(self.rt, [f.entered.deferred.take_acquired() for f in flights])
+        except StoreError as exc:
+            log.error("could not release the @idempotent records of unstarted attempts: %s", exc)
 
     def _complete_records(self, flight: Flight) -> None:
         try:

@@ -61,6 +61,11 @@ COMPLETE_FOR = 10.0
 # already had.
 TAKE_OVER_AFTER = COMPLETE_FOR
 COMPLETE_BACKOFF = 0.2
+# A record a worker acquired with a delivery's lease (acquiring.py) serves its attempt if the
+# attempt starts within this many seconds of the lease (it waits about a second at most in its
+# worker's queue): its lease may then end up to this much before the function's timeout, still
+# well before TAKE_OVER_AFTER lets another attempt take it over.
+QUEUED_FOR = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +110,17 @@ def record_key(function: str, helper: str, key: str) -> str:
 def payload_hash(event: Event, owner: str = "") -> str:
     """A hash of the event's stored payload, whatever its key order (taken before the run),
     and of the @idempotent function that acquires it."""
-    return hashlib.sha256(codec.canonical([owner, event.raw]).encode()).hexdigest()
+    return hash_of(event.raw, owner)
+
+
+def hash_of(raw: Any, owner: str) -> str:
+    """payload_hash of a stored payload."""
+    return hashlib.sha256(codec.canonical([owner, raw]).encode()).hexdigest()
+
+
+def by_event_id(event: Event) -> str:
+    """The default key of @idempotent: the event's id."""
+    return event.id
 
 
 def _runtime() -> Runtime:
@@ -195,14 +210,23 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
 class Deferred:
     """The records one attempt completed, which its worker writes with the attempt's ending,
     in the same transaction (no statement of their own). Once the worker has taken them (the
-    attempt ended, or is written as timed out), a later completion is written at once."""
+    attempt ended, or is written as timed out), a later completion is written at once. And
+    the record its worker acquired for it with its lease (oncefire/acquiring.py), if any, until
+    the attempt takes it."""
 
     # One lock for all: one made per attempt cost more than the rare offers wait on it.
     _lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, acquired: IdempotencyRecord | None = None) -> None:
         self._completions: list[IdempotencyCompletion] = []
         self._is_taken = False
+        self._acquired = acquired
+
+    def take_acquired(self) -> IdempotencyRecord | None:
+        """The record acquired with the lease, once (None: none, or taken)."""
+        with self._lock:
+            acquired, self._acquired = self._acquired, None
+            return acquired
 
     def offer(self, completion: IdempotencyCompletion) -> bool:
         """Keep a completion for the attempt's ending; False once they were taken."""
@@ -284,10 +308,31 @@ def _release(rt: Runtime, held: _Hold) -> None:
     rt.store.release_idempotency(held.key, held.token)
 
 
+def _acquired(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold | None:
+    """The record this attempt's worker acquired for it with its lease, if the attempt starts
+    within QUEUED_FOR of it; one acquired longer ago is released (and acquired anew)."""
+    deferred = DEFERRED.get()
+    acquired = None if deferred is None else deferred.take_acquired()
+    if acquired is None:
+        return None
+    timeout = rt.triggers[event.function].options.timeout
+    if acquired.key == record_key(event.function, spec.helper, str(spec.key(event))) and (
+        acquired.lease_until + QUEUED_FOR >= rt.clock.now() + timeout
+    ):
+        return _Hold(acquired.key, acquired.token)
+    rt.store.release_idempotency(acquired.key, acquired.token)
+    return None
+
+
+def _hold(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
+    """The record this attempt holds: acquired with its lease, or now."""
+    return _acquired(rt, spec, event) or _acquire(rt, spec, event)
+
+
 def idempotent(
     lease: float = 60.0,
     ttl: float = 7 * 86400.0,
-    key: Callable[[Event], Any] = lambda event: event.id,
+    key: Callable[[Event], Any] = by_event_id,
 ) -> Callable[[F], F]:
     """Run the function once per key; a repeat returns the stored result without running."""
     # Finite, so every in-progress record expires even if no attempt ever comes back to it.
@@ -311,7 +356,7 @@ def idempotent(
             async def run_async(event: Event) -> Any:
                 rt = _runtime()
                 # Store calls run in a thread: a busy store must not stall the event loop.
-                held = await asyncio.to_thread(_acquire, rt, spec, event)
+                held = await asyncio.to_thread(_hold, rt, spec, event)
                 if held.is_done:
                     return held.result
                 try:
@@ -330,7 +375,7 @@ def idempotent(
         @functools.wraps(fn)
         def run(event: Event) -> Any:
             rt = _runtime()
-            held = _acquire(rt, spec, event)
+            held = _hold(rt, spec, event)
             if held.is_done:
                 return held.result
             try:

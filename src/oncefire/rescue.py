@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from oncefire import execution
+from oncefire import acquiring, execution
 from oncefire.errors import StoreError
 from oncefire.retry import Outcome
 from oncefire.stores.base import Ending
@@ -36,6 +36,8 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
             now, now + rt.settings.lease, functions, RESCUE_BATCH
         )
         taken += len(expired)
+        # What runs again uncharged gets its record back (acquired with its lease: acquiring.py).
+        acquiring.release_rescued(rt, [i for i in expired if not i.is_started or i.is_ahead])
         unstarted = [item.lease for item in expired if not item.is_started]
         if unstarted:
             released = rt.store.release(unstarted)

@@ -18,7 +18,7 @@ from collections import Counter, deque
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from oncefire import execution, marking, ticks, ttl
+from oncefire import acquiring, execution, marking, ticks, ttl
 from oncefire.alerts import check_alerts
 from oncefire.errors import StoreError
 from oncefire.flights import DrainSummary as DrainSummary
@@ -155,6 +155,7 @@ class Worker:
         is_marking: bool,
     ) -> list[Leased]:
         taken: list[Taken] = []
+        early: list[Leased] | None = None  # their events read in the turn: records acquired
         written: Counter[str] = Counter()
         try:
             with self.rt.store.batch():  # one commit: a disk flush saved per turn
@@ -164,6 +165,7 @@ class Worker:
                     # Alone once this turn written what ended: it may take a solo delivery.
                     is_alone = not self.flights.running and (must_write or not self.flights.ended)
                     taken = self._take_due(delivery_ids, is_alone, free)
+                    early = acquiring.acquire(self.rt, taken)
                 leased_ids, lease_ahead = marking.marked_by_lease(taken, free)
                 marks = self._plan(free) if is_marking else None  # a lease marks itself
                 # Committed before the functions start: only a delivery marked started (not
@@ -184,7 +186,7 @@ class Worker:
         running = self.flights.running.values()
         self._unconfirmed = marking.unconfirmed(self._unconfirmed, confirmed, running)
         try:  # read after the commit: SQLite's write lock is not held meanwhile
-            leased = self.rt.store.with_events(taken)
+            leased = self.rt.store.with_events(taken) if early is None else early
         except Exception:
             hand_back(self.rt, self.name, [t.lease for t in taken])
             raise
@@ -298,8 +300,7 @@ class Worker:
         self.flights.settle_lost(self.name, kept, now + self.rt.settings.lease)
 
     def rescue(self) -> int:
-        """Charge a crashed attempt to each delivery whose worker died while running it, and
-        hand back what it never started; how many leases had run out."""
+        """Rescue the deliveries of stopped workers (rescue.py); how many leases had run out."""
         expired, crashed = rescue_expired(self.rt, self.functions)
         if crashed:  # a summary lists only the outcomes that happened
             self.outcomes[Outcome.CRASHED] += crashed
@@ -387,12 +388,12 @@ class Worker:
 
     def _hand_back_queue(self) -> None:
         # Leased here but never started: queued, or waiting for a thread.
-        queued = [c.lease for c in self._queue]
-        queued += [f.leased.lease for f in self.flights.take_waiting()]
+        queued = [*self._queue, *(f.leased for f in self.flights.take_waiting())]
         self._queue.clear()
         self._marked.clear()
         self._ahead.clear()
-        hand_back(self.rt, self.name, queued)
+        acquiring.release(self.rt, [c.acquired for c in queued])
+        hand_back(self.rt, self.name, [c.lease for c in queued])
 
     def summary(self) -> DrainSummary:
         """Attempts run so far by outcome."""

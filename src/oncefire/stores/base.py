@@ -1,8 +1,8 @@
 """The Store protocol: the atomic operations the core asks of a database, and their records.
 
-The core decides (retry rules, expiry, idempotency); a store records. Every time a
-store writes comes from the caller (the app's clock), and every delivery transition
-is guarded by the delivery's state and lease token, so a stale worker changes nothing.
+The core decides (retry rules, expiry, idempotency); a store records. Every time a store
+writes comes from the caller (the app's clock), and every delivery transition is guarded by
+its state and lease token, so a stale worker changes nothing.
 """
 
 from __future__ import annotations
@@ -124,8 +124,7 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     def reopen_if_moved(self) -> bool:
-        """Reopen the store if its file was deleted or replaced under it (SQLite); whether
-        it did."""
+        """Reopen the store if its file was deleted or replaced under it (SQLite); if so."""
 
     def transaction(self) -> AbstractContextManager[DocumentTx]:
         """A serializable write transaction: commits on exit, rolls back on an exception."""
@@ -217,8 +216,7 @@ class Store(Protocol):
         """The tokens each rate-limited function's bucket holds at `now` (read only)."""
 
     def later_of_key(self, delivery_id: int, limit: int) -> tuple[str | None, list[str]]:
-        """A delivery's ordering key (None: it has none) and the ids of up to `limit` events
-        of its key that wait behind it."""
+        """A delivery's ordering key (None: none) and up to `limit` event ids waiting behind it."""
 
     def unkeyed_deliveries(
         self, functions: Sequence[str], limit: int
@@ -263,8 +261,7 @@ class Store(Protocol):
         """Running deliveries whose lease ran out before now (their worker died)."""
 
     def use_clock(self, clock: Clock) -> None:
-        """The app's clock: PostgreSQL judges leases by the database's clock when it is the
-        system clock."""
+        """The app's clock (PostgreSQL judges leases by the database's when it is the system's)."""
 
     def take_expired_leases(
         self, now: float, lease_until: float, functions: Sequence[str], limit: int
@@ -328,8 +325,10 @@ class Store(Protocol):
     # @idempotent records: one statement each, committed on its own (or in a batch).
 
     def acquire_idempotency(self, record: IdempotencyRecord, now: float) -> bool:
-        """Insert an in-progress record, replacing one that expired (expires_at <= now);
-        False, changing nothing, while a live record of the key exists."""
+        """Insert an in-progress record, replacing an expired one; False while a live one is."""
+
+    def acquire_idempotency_many(self, rows: Sequence[IdempotencyRecord], now: float) -> set[str]:
+        """acquire_idempotency for many keys (each once) in one statement; the keys acquired."""
 
     def idempotency_record(self, key: str) -> IdempotencyRecord | None:
         """The record of an @idempotent key, as last committed."""
@@ -347,6 +346,9 @@ class Store(Protocol):
 
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""
+
+    def release_idempotency_many(self, held: Sequence[tuple[str, str]]) -> int:
+        """Delete each in-progress record (key, the start of its token) at once; how many."""
 
     # The functions catalogue and the routing of unrouted events (stores/function_ops.py).
 

@@ -41,6 +41,13 @@ class RecordOps:
         """Insert an in-progress record, replacing an expired one; False while a live one is."""
         return self._unflushed().count("insert_record", {**asdict(record), "now": now}) == 1
 
+    def acquire_idempotency_many(self, rows: Sequence[IdempotencyRecord], now: float) -> set[str]:
+        """acquire_idempotency for many keys (each once) in one statement; the keys acquired."""
+        if not rows:
+            return set()
+        args = {"records": json.dumps([asdict(r) for r in rows]), "now": now}
+        return {row[0] for row in self._one().fetch("insert_records", args)}
+
     def idempotency_record(self, key: str) -> IdempotencyRecord | None:
         """The record of an @idempotent key, as last committed."""
         rows = self._one().fetch("get_record", {"key": key})
@@ -61,3 +68,11 @@ class RecordOps:
     def release_idempotency(self, key: str, token: str) -> bool:
         """Delete the record if token still holds it and it is in progress."""
         return self._one().count("release_record", {"key": key, "token": token}) == 1
+
+    def release_idempotency_many(self, held: Sequence[tuple[str, str]]) -> int:
+        """Delete each in-progress record of a key whose token starts with the one given
+        (key, token start), in one statement; how many."""
+        if not held:
+            return 0
+        rows = [{"key": key, "token": token} for key, token in held]
+        return self._one().count("release_records", {"held": json.dumps(rows)})

@@ -70,6 +70,8 @@ class Leased:
     is_started: bool = True  # False: leased but its function was never started
     is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
     is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
+    # The @idempotent record acquired for it with its lease (oncefire/acquiring.py), if any.
+    acquired: IdempotencyRecord | None = None
 
     @classmethod
     def run_out(

@@ -22,6 +22,24 @@ ON CONFLICT (key) DO UPDATE SET function = excluded.function, status = excluded.
     result = excluded.result
 WHERE oncefire_idempotency.expires_at <= %(now)s;
 
+-- name: insert_records
+-- insert_record for many keys at once (a worker's turn acquires those of the deliveries it
+-- leases, in the turn's transaction): a JSON array of records, each key once; the keys
+-- inserted or replaced.
+INSERT INTO oncefire_idempotency (key, function, status, token, payload_hash, lease_until,
+    expires_at, result)
+SELECT r.key, r.function, r.status, r.token, r.payload_hash, r.lease_until, r.expires_at,
+    r.result_json
+FROM json_to_recordset(%(records)s::json) AS r (key text, function text, status text,
+    token text, payload_hash text, lease_until double precision,
+    expires_at double precision, result_json text)
+ON CONFLICT (key) DO UPDATE SET function = excluded.function, status = excluded.status,
+    token = excluded.token, payload_hash = excluded.payload_hash,
+    lease_until = excluded.lease_until, expires_at = excluded.expires_at,
+    result = excluded.result
+WHERE oncefire_idempotency.expires_at <= %(now)s
+RETURNING oncefire_idempotency.key;
+
 -- name: get_record
 SELECT key, function, status, token, payload_hash, lease_until, expires_at, result
 FROM oncefire_idempotency WHERE key = %(key)s;
@@ -50,6 +68,14 @@ RETURNING r.key;
 -- name: release_record
 DELETE FROM oncefire_idempotency WHERE key = %(key)s AND token = %(token)s
     AND status = 'in_progress';
+
+-- name: release_records
+-- Many in-progress records, each by its key and the start of its token (a whole token, or
+-- "<delivery id>.<attempt>." for what a worker acquired with a lease): a JSON array of
+-- {key, token}; how many were deleted.
+DELETE FROM oncefire_idempotency AS r
+USING json_to_recordset(%(held)s::json) AS h (key text, token text)
+WHERE r.key = h.key AND r.status = 'in_progress' AND starts_with(r.token, h.token);
 
 -- name: purge_claims
 DELETE FROM oncefire_claims WHERE key IN (SELECT key FROM oncefire_claims
