@@ -268,8 +268,8 @@ def idempotency(page: Page) -> None:
         "Cost per event = drain seconds ÷ events (2 worker processes, as in 1). `tx.claim` "
         "is measured inside a transaction that writes one document, against the same "
         "write without the claim; `@idempotent` around a no-op against the no-op. "
-        "Statements per event are counted in an in-process drain of 200 events, one at a "
-        "time: on SQLite with a trace callback on every connection (commits too: a COMMIT, "
+        "Statements per event are counted in in-process drains of 200 events, one at a "
+        "time (the median of 5: a drain's turns vary with timing): on SQLite with a trace callback on every connection (commits too: a COMMIT, "
         "or a write outside a transaction, which commits on its own), on PostgreSQL as the "
         "statements psycopg sends (one round trip each).",
         "",
