@@ -35,6 +35,12 @@ COUNT_DRAINS = 5
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
+def is_in_attempt() -> bool:
+    """Whether a statement runs in an attempt's thread (the function's own), not in the
+    worker's loop (the main thread of the counted drain)."""
+    return threading.current_thread() is not threading.main_thread()
+
+
 class StatementCounter:
     """Counts the SQL statements every SQLite connection opened from now on runs."""
 
@@ -49,6 +55,7 @@ class StatementCounter:
         is_autocommit_write = word in WRITES and not conn.in_transaction
         with self._lock:
             self.counts["statements"] += 1
+            self.counts["in_attempts"] += is_in_attempt()
             if word in ("COMMIT", "END") or is_autocommit_write:
                 self.counts["commits"] += 1
 
@@ -88,6 +95,7 @@ class RoundTripCounter:
                 word = text.lstrip().split(None, 1)[0].upper() if text.strip() else "?"
                 with lock:
                     counts["statements"] += 1
+                    counts["in_attempts"] += is_in_attempt()
                     if word in ("COMMIT", "END"):
                         counts["commits"] += 1
                 return method(cursor, query, *args, **kwargs)
@@ -125,7 +133,10 @@ def count_statements(store: str, function: str, events: int) -> dict[str, float]
     finally:
         counter.uninstall()
     assert summary.attempts == events, summary
-    out = {"statements_per_event": counter.counts["statements"] / events}
+    out = {
+        "statements_per_event": counter.counts["statements"] / events,
+        "in_attempts_per_event": counter.counts["in_attempts"] / events,
+    }
     if store == "sqlite":
         out["commits_per_event"] = counter.counts["commits"] / events
     return out

@@ -251,6 +251,9 @@ def goals(page: Page) -> None:
             )
             name = "tx.claim" if helper == "write_claim" else "@idempotent"
             shown = f"{extra:+.1f} statements"
+            if "in_attempts_per_event" in sql[helper]:
+                own = sql[helper]["in_attempts_per_event"] - sql[base]["in_attempts_per_event"]
+                shown += f" ({own:+.1f} in the attempt, {extra - own:+.1f} in the worker's turns)"
             if "commits_per_event" in sql[helper]:
                 shown += f", {commits:+.1f} commits"
             rows.append(

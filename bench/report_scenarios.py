@@ -269,9 +269,14 @@ def idempotency(page: Page) -> None:
         "is measured inside a transaction that writes one document, against the same "
         "write without the claim; `@idempotent` around a no-op against the no-op. "
         "Statements per event are counted in in-process drains of 200 events, one at a "
-        "time (the median of 5: a drain's turns vary with timing): on SQLite with a trace callback on every connection (commits too: a COMMIT, "
+        "time (the median of 5: a drain's turns vary with timing): on SQLite with a trace "
+        "callback on every connection (commits too: a COMMIT, "
         "or a write outside a transaction, which commits on its own), on PostgreSQL as the "
-        "statements psycopg sends (one round trip each).",
+        "statements psycopg sends (one round trip each). The goals' rows split a helper's "
+        "extra statements into those of the attempt's thread (the function's own) and those "
+        "of the worker's turns: a function that runs longer writes its endings in more "
+        "turns an event, and an @idempotent function's records are acquired in the turn "
+        "that leases its deliveries.",
         "",
     )
     names = {

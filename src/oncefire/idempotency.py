@@ -2,7 +2,8 @@
 
 The whole state machine lives here; the store runs guarded one-statement operations on one
 record per function and key (stored as "function/key"). A new key costs one statement to
-acquire; its completion is written by the worker with the attempt's ending, in the
+acquire, or none of its own when the worker acquired it with the delivery's lease
+(acquiring.py); its completion is written by the worker with the attempt's ending, in the
 transaction that writes it (a Deferred), and on its own only outside a worker or once that
 ending is written. The other cases read the record too:
 
