@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from worker_support import WAIT, app_of, learned_worker, turn_until
 
 from oncefire import App, RetryPolicy, execution
 from oncefire.events import Event
@@ -26,7 +27,6 @@ from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
 
-WAIT = 10.0  # longest a test waits for another thread before it fails
 LEASE = 30.0
 
 
@@ -63,31 +63,11 @@ def runs() -> Iterator[Runs]:
 
 
 def worker_of(make_app: Callable[..., App], runs: Runs, concurrency: int = 1) -> Worker:
-    """A worker of a fresh App (a process) that has learned its attempts take 0.1 ms, so it
-    leases and marks started far ahead of its slots."""
+    """A worker of a fresh App (a process) that leases and marks started far ahead of its
+    slots."""
     app = make_app()
     runs.register(app)
-    worker = Worker(app.runtime, concurrency=concurrency)
-    for _ in range(20):
-        worker.flights.learn(0.0001)
-    return worker
-
-
-def app_of(worker: Worker) -> App:
-    """The App whose Runtime the worker serves."""
-    app = worker.rt.app
-    assert isinstance(app, App)
-    return app
-
-
-def turn_until(worker: Worker, what: str, check: Callable[[], bool]) -> None:
-    """Run the worker's loop until check() holds."""
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        worker.lease_and_start()
-        worker.collect(0.01)
+    return learned_worker(app, concurrency)
 
 
 def outcomes(app: App, event_id: str) -> list[str]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from idempotency_support import record_of
+from worker_support import WAIT, app_of, learned_worker, turn_until
 
 from oncefire import App, RetryPolicy, idempotent
 from oncefire.events import Event
@@ -24,7 +24,6 @@ from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
 
-WAIT = 10.0
 LEASE = 30.0
 WITH_LEASE = re.compile(r"^\d+\.1\.[0-9a-f]{32}$")  # "<delivery id>.<attempt>.<random>"
 OWN = re.compile(r"^[0-9a-f]{32}$")  # a token the attempt made
@@ -69,20 +68,11 @@ def charges() -> Iterator[Charges]:
 
 
 def worker_of(make_app: Callable[..., App], charges: Charges, **settings: Any) -> Worker:
-    """A worker (concurrency 1) of a fresh App (a process) that has learned its attempts take
-    0.1 ms, so it leases and marks started far ahead of its one slot."""
+    """A worker (concurrency 1) of a fresh App (a process) that leases and marks started far
+    ahead of its one slot."""
     app = make_app(**settings)
     charges.register(app)
-    worker = Worker(app.runtime, concurrency=1)
-    for _ in range(20):
-        worker.flights.learn(0.0001)
-    return worker
-
-
-def app_of(worker: Worker) -> App:
-    app = worker.rt.app
-    assert isinstance(app, App)
-    return app
+    return learned_worker(app)
 
 
 def publish(app: App, *data: dict[str, Any]) -> list[str]:
@@ -95,16 +85,6 @@ def outcomes(app: App, event_id: str) -> list[str]:
 
 def record(app: App, event_id: str) -> IdempotencyRecord | None:
     return record_of(app, event_id, helper="charge")
-
-
-def turn_until(worker: Worker, what: str, check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        worker.lease_and_start()
-        worker.collect(0.01)
-        worker.write_ended()
 
 
 @pytest.mark.parametrize("key", ["event id", "custom"])
@@ -148,9 +128,7 @@ def test_a_worker_acquires_the_records_of_what_it_leases_in_the_lease_transactio
     monkeypatch.setattr(store, "acquire_idempotency_many", acquire_many)
     monkeypatch.setattr(store, "acquire_idempotency", acquire_one)
     ids = publish(app, *({"n": n} for n in range(5)))
-    worker = Worker(app.runtime, concurrency=1)
-    for _ in range(20):
-        worker.flights.learn(0.0001)  # short attempts: one lease takes all five
+    worker = learned_worker(app)  # short attempts: one lease takes all five
     assert worker.drain().attempts == 5
     assert charges.count == Counter(ids)
     for event_id in ids:
