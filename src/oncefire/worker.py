@@ -392,8 +392,8 @@ class Worker:
         self._queue.clear()
         self._marked.clear()
         self._ahead.clear()
-        acquiring.release(self.rt, [c.acquired for c in queued])
-        hand_back(self.rt, self.name, [c.lease for c in queued])
+        hand_back(self.rt, self.name, [c.lease for c in queued])  # first: it never raises
+        acquiring.release(self.rt, [c.acquired for c in queued])  # by token: safe after it
 
     def summary(self) -> DrainSummary:
         """Attempts run so far by outcome."""
