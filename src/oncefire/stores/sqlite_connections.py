@@ -9,7 +9,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
+from types import TracebackType
 from typing import Any
 
 from oncefire.errors import StoreError, StoreUnavailableError
@@ -83,8 +84,7 @@ class SqliteConnections:
             self._all = [*kept, (owner, conn)]
         return conn
 
-    @contextmanager
-    def connection(self, *, flushed: bool = True) -> Iterator[sqlite3.Connection]:
+    def connection(self, *, flushed: bool = True) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection; every driver error in the block becomes a StoreError.
 
         flushed=False: this thread's second connection, whose commits do not wait for the
@@ -93,43 +93,30 @@ class SqliteConnections:
         write joins it, and a second connection would wait for its lock), or when every
         commit of the store skips the wait already.
         """
-        try:
-            if self.is_memory:
-                with self._shared_lock:
-                    if self._shared is None:
-                        self._shared = self._connect(None)
-                    yield self._shared
-                return
-            slot = "conn" if flushed or not self._may_skip_flush() else "unflushed"
-            conn = getattr(self._local, slot, None)
-            if conn is None:
-                conn = self._connect(threading.current_thread(), flushed=slot == "conn")
-                setattr(self._local, slot, conn)
-            depth = getattr(self._local, "depth", 0)  # connection() blocks may nest
-            self._local.depth = depth + 1
-            try:
-                yield conn
-            except (sqlite3.Error, StoreError) as exc:
-                cause = exc if isinstance(exc, sqlite3.Error) else exc.__cause__
-                if not is_read_only(cause):
-                    raise
-                # A connection opened while the files were read-only stays read-only: drop
-                # it (closed by the outermost block), and open another on the next use.
-                setattr(self._local, slot, None)
-                if depth == 0:
-                    self._drop(conn)
+        return _Using(self, flushed)
+
+    def _failed(self, using: _Using, exc: BaseException) -> BaseException | None:
+        """What an error in a connection() block becomes (None: itself): a driver error a
+        StoreError, once, here, for every statement of the store; one that says the files
+        are read-only also drops the connection, which stays read-only once opened so
+        (closed by the outermost block), and the next use opens another."""
+        if using.slot is not None and isinstance(exc, (sqlite3.Error, StoreError)):
+            cause = exc if isinstance(exc, sqlite3.Error) else exc.__cause__
+            if is_read_only(cause):
+                setattr(self._local, using.slot, None)
+                if using.depth == 0:
+                    self._drop(using.conn)
                 if isinstance(exc, StoreError) and "is read-only" in str(exc):
-                    raise
-                raise StoreUnavailableError(
+                    return None
+                return StoreUnavailableError(
                     f"The store at {self.path} is read-only ({cause}): give this process write "
                     "access to the file and its folder; it is opened again on the next use."
-                ) from exc
-            finally:
-                self._local.depth = depth
-        except sqlite3.OperationalError as exc:  # busy, full, read-only, I/O: not the data's fault
-            raise StoreUnavailableError(f"The SQLite store failed: {exc}.") from exc
-        except sqlite3.Error as exc:  # wrapped once, here, for every statement of the store
-            raise StoreError(f"The SQLite store failed: {exc}.") from exc
+                )
+        if isinstance(exc, sqlite3.OperationalError):  # busy, full, read-only, I/O
+            return StoreUnavailableError(f"The SQLite store failed: {exc}.")
+        if isinstance(exc, sqlite3.Error):
+            return StoreError(f"The SQLite store failed: {exc}.")
+        return None
 
     def _drop(self, conn: sqlite3.Connection) -> None:
         """Close a connection of this thread; the next use opens another."""
@@ -148,38 +135,11 @@ class SqliteConnections:
         """Whether this thread is inside batch()."""
         return bool(getattr(self._local, "batch", False))
 
-    @contextmanager
-    def transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+    def transaction(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
         """A transaction (BEGIN IMMEDIATE: a write; DEFERRED: a read), or this thread's batch."""
         if self.in_batch:
-            with self.connection() as conn:  # joins the batch's transaction
-                yield conn
-            return
-        with self.connection() as conn:
-            faults.before("begin")
-            begin(conn, mode, self.busy_wait)
-            try:
-                faults.after("begin")
-                yield conn
-                faults.before("commit")
-            except BaseException:
-                # SQLite may have rolled back already (SQLITE_FULL, IOERR): a second error
-                # from ROLLBACK would hide the first.
-                if conn.in_transaction:
-                    conn.execute(SQL["rollback"])
-                raise
-            try:
-                conn.execute(SQL["commit"])
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute(SQL["rollback"])
-                failed = (
-                    StoreUnavailableError
-                    if isinstance(exc, sqlite3.OperationalError)
-                    else StoreError
-                )
-                raise failed(f"Commit to the SQLite store failed: {exc}.") from exc
-            faults.after("commit")  # committed, yet the caller is told it failed
+            return self.connection()  # joins the batch's transaction
+        return _Transaction(self, mode)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -202,6 +162,122 @@ class SqliteConnections:
             self._all.clear()
         self._local = threading.local()
         self._shared = None
+
+
+class _Using:
+    """A connection() block (a class, not a generator: one is entered for every statement
+    and transaction, and a generator's context manager costs a few µs more)."""
+
+    __slots__ = ("_connections", "_flushed", "_locked", "conn", "depth", "slot")
+
+    def __init__(self, connections: SqliteConnections, flushed: bool) -> None:
+        self._connections = connections
+        self._flushed = flushed
+        self._locked = False
+        self.slot: str | None = None  # None: the shared connection of an in-memory store
+        self.depth = 0
+
+    def __enter__(self) -> sqlite3.Connection:
+        c = self._connections
+        try:
+            if c.is_memory:
+                c._shared_lock.acquire()
+                self._locked = True
+                if c._shared is None:
+                    c._shared = c._connect(None)
+                self.conn = c._shared
+                return self.conn
+            slot = "conn" if self._flushed or not c._may_skip_flush() else "unflushed"
+            conn = getattr(c._local, slot, None)
+            if conn is None:
+                conn = c._connect(threading.current_thread(), flushed=slot == "conn")
+                setattr(c._local, slot, conn)
+        except BaseException as exc:
+            self._release()
+            failed = c._failed(self, exc)
+            if failed is None:
+                raise
+            raise failed from exc
+        self.conn, self.slot = conn, slot
+        self.depth = getattr(c._local, "depth", 0)  # connection() blocks may nest
+        c._local.depth = self.depth + 1
+        return conn
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.slot is not None:
+            self._connections._local.depth = self.depth
+        self._release()
+        if exc is not None:
+            failed = self._connections._failed(self, exc)
+            if failed is not None:
+                raise failed from exc
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self._connections._shared_lock.release()
+
+
+class _Transaction:
+    """A transaction() block outside a batch, on this thread's connection (a class for the
+    reason _Using is one)."""
+
+    __slots__ = ("_mode", "_using", "conn")
+
+    def __init__(self, connections: SqliteConnections, mode: str) -> None:
+        self._using = _Using(connections, True)
+        self._mode = mode
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn = conn = self._using.__enter__()
+        try:
+            faults.before("begin")
+            begin(conn, self._mode, self._using._connections.busy_wait)
+            faults.after("begin")
+        except BaseException as exc:
+            try:
+                self._roll_back()
+            finally:
+                self._using.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return conn
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if exc is None:
+                self._commit()
+            else:
+                self._roll_back()
+        except BaseException as failed:
+            self._using.__exit__(type(failed), failed, failed.__traceback__)
+            raise
+        self._using.__exit__(kind, exc, tb)  # the block's error, changed or (returning) kept
+
+    def _commit(self) -> None:
+        try:
+            faults.before("commit")
+        except BaseException:
+            self._roll_back()
+            raise
+        try:
+            self.conn.execute(SQL["commit"])
+        except sqlite3.Error as exc:
+            self._roll_back()
+            failed = (
+                StoreUnavailableError if isinstance(exc, sqlite3.OperationalError) else StoreError
+            )
+            raise failed(f"Commit to the SQLite store failed: {exc}.") from exc
+        faults.after("commit")  # committed, yet the caller is told it failed
+
+    def _roll_back(self) -> None:
+        # SQLite may have rolled back already (SQLITE_FULL, IOERR): a second error from
+        # ROLLBACK would hide the first.
+        if self.conn.in_transaction:
+            self.conn.execute(SQL["rollback"])
 
 
 def is_read_only(exc: BaseException | None) -> bool:
