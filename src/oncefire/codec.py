@@ -7,7 +7,6 @@ import math
 import os
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -159,6 +158,22 @@ def encode_document(data: Any) -> str:
     return text
 
 
+def document_event(before: str | None, data_json: str, create_time: float, now: float) -> str:
+    """The JSON of a document write's event, {'before', 'after'}, as dumps would write it,
+    around the JSON already made of the document before the write (None: it did not exist)
+    and of its new data (data_json), so neither is encoded again."""
+    return (
+        f'{{"before":{"null" if before is None else before},'
+        f'"after":{{"data":{data_json},"create_time":{_number(create_time)},'
+        f'"update_time":{_number(now)}}}}}'
+    )
+
+
+def _number(value: float) -> str:
+    """A time as json.dumps writes it (a finite float: its repr, without the encoder)."""
+    return repr(value) if type(value) is float and math.isfinite(value) else json.dumps(value)
+
+
 _id_lock = threading.Lock()
 _last_ms = 0
 _last_rand = 0
@@ -171,7 +186,8 @@ def _uuid7(ms: int, rand: int) -> str:
     value |= ((rand >> 62) & 0xFFF) << 64
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"  # as str(uuid.UUID(int=value)) writes it, without the object
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def stable_id(at: float, seed: int) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -15,7 +14,7 @@ from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, Transac
 from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
 from oncefire.lineage import CURRENT_LINEAGE
 from oncefire.messages import message_payload
-from oncefire.outbox import emit, is_filtered, subscribers
+from oncefire.outbox import document_subscribers, emit
 from oncefire.query import Query, index_key
 from oncefire.query_plan import Shape
 from oncefire.stores.catalog import Fanout
@@ -138,13 +137,8 @@ class Transaction:
         if fields:
             tx.set_index_entries(path, collection, _index_entries(new, fields))
         after = {"data": new, "create_time": created, "update_time": now}
-        # The event's JSON around data_json, as codec.dumps would write it: the new data is
-        # not encoded a second time.
-        event_json = (
-            f'{{"before":{"null" if current is None else codec.dumps(current)},'
-            f'"after":{{"data":{data_json},"create_time":{json.dumps(created)},'
-            f'"update_time":{json.dumps(now)}}}}}'
-        )
+        before = None if current is None else codec.dumps(current)
+        event_json = codec.document_event(before, data_json, created, now)
         kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
         self._emit(tx, kind, path, current, after, event_json)
 
@@ -333,17 +327,18 @@ class Database:
             yield raw
 
     def _set_at_once(self, path: str, data: dict[str, Any]) -> bool:
-        """Replace a whole document, outside any transaction, in one statement if the store
-        can (PostgreSQL: one round trip instead of two); False if it must be a transaction.
+        """Replace a whole document outside any transaction by the store's own write
+        (Store.set_document: on PostgreSQL one statement, one round trip instead of two; on
+        SQLite one transaction of the write's statements alone), with what needs no store
+        made before its lock is taken: the fields checked, the transforms resolved, the JSON
+        encoded, the event's id. False if it must be a transaction: inside one, from a running
+        function (its event carries the function's lineage), or when the store declines.
 
-        The store decides created/updated/no-op under the same locks a transaction takes;
-        the catalogue it was given (functions, index fields) is checked there, in the same
-        statement.
+        The store decides created/updated/no-op under the same locks a transaction takes,
+        with the catalogue (functions, index fields) as of its write.
         """
-        if not self.store.has_one_statement_write or getattr(self._local, "tx", None) is not None:
+        if getattr(self._local, "tx", None) is not None or CURRENT_LINEAGE.get() is not None:
             return False
-        if CURRENT_LINEAGE.get() is not None:
-            return False  # a write from inside a function carries its lineage: a transaction
         _check_fields(data)
         now = self.clock.now()
         new = transforms.resolve(data, now)
@@ -351,14 +346,11 @@ class Database:
         collection = paths.parent_of(path)
 
         def fanout_of(catalog: Catalog) -> Fanout | None:
-            if is_filtered(catalog.functions, EventType.DOCUMENT_UPDATED, path):
+            starts = document_subscribers(catalog.functions, path)
+            if starts is None:
                 return None  # which functions an update starts depends on the old document
             fields = catalog.fields_of(collection)
-            return Fanout(
-                subscribers(catalog.functions, EventType.DOCUMENT_CREATED, path),
-                subscribers(catalog.functions, EventType.DOCUMENT_UPDATED, path),
-                _index_entries(new, fields) if fields else None,
-            )
+            return Fanout(*starts, _index_entries(new, fields) if fields else None)
 
         is_written = self.store.set_document(path, data_json, now, codec.new_id(now), fanout_of)
         if is_written:  # False: the transaction it falls back to counts the write

@@ -25,20 +25,20 @@ def _pattern(text: str) -> Pattern:
 def _matching(
     functions: Sequence[FunctionEntry], event_type: str, source: str, data: Any = None
 ) -> list[FunctionEntry]:
-    found = []
-    for record in functions:
-        if event_type not in record.event_types:
-            continue
-        if record.kind == "row":  # data, when given, lets a column filter see what changed
-            if not row_matches(record.source, event_type, source, data):
-                continue
-        elif record.kind == "document":
-            if _pattern(record.source).match(source) is None:
-                continue
-        elif record.source != source:
-            continue
-        found.append(record)
-    return found
+    return [
+        record
+        for record in functions
+        if event_type in record.event_types and _takes(record, event_type, source, data)
+    ]
+
+
+def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None) -> bool:
+    """Whether a function of one of this event's types takes an event of this source."""
+    if record.kind == "row":  # data, when given, lets a column filter see what changed
+        return row_matches(record.source, event_type, source, data)
+    if record.kind == "document":
+        return _pattern(record.source).match(source) is not None
+    return record.source == source
 
 
 def subscribers(
@@ -58,6 +58,29 @@ def subscribers(
         or data is None
         or has_changed(record.fields, data)
     ]
+
+
+def document_subscribers(
+    functions: Sequence[FunctionEntry], path: str
+) -> tuple[list[str], list[str]] | None:
+    """(what a creation of the document at path starts, what an update starts), as
+    subscribers() answers them, the functions walked once; None when a function an update
+    starts has a field filter (is_filtered: then it depends on the document before)."""
+    on_create, on_update = [], []
+    for record in functions:
+        creates = EventType.DOCUMENT_CREATED in record.event_types
+        updates = EventType.DOCUMENT_UPDATED in record.event_types
+        # Whether a function takes a source does not depend on which of the two it is (only
+        # a row update's column filter looks at the type).
+        if not (creates or updates) or not _takes(record, EventType.DOCUMENT_CREATED, path):
+            continue
+        if updates and record.fields:
+            return None
+        if creates:
+            on_create.append(record.name)
+        if updates:
+            on_update.append(record.name)
+    return on_create, on_update
 
 
 def is_filtered(functions: Sequence[FunctionEntry], event_type: str, source: str) -> bool:

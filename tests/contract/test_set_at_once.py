@@ -1,13 +1,18 @@
-"""A whole-document set() outside a transaction may be made by the store in one statement
-(PostgreSQL); its document and events must be those a transaction makes."""
+"""A whole-document set() outside a transaction is made by the store's own write
+(Store.set_document: one statement on PostgreSQL, a transaction of the write's statements
+alone on SQLite); its document and events must be those a transaction makes."""
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -43,11 +48,6 @@ def events_of(app: App) -> list[Event]:
     return seen
 
 
-# Only PostgreSQL makes a set in one statement; on SQLite both paths are the transaction, and
-# the comparison would hold by construction.
-@pytest.mark.parametrize(
-    "store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
 def test_a_set_makes_the_events_a_transaction_makes(
     make_app: Callable[..., App], clock: TestClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,7 +63,7 @@ def test_a_set_makes_the_events_a_transaction_makes(
 
     monkeypatch.setattr(store, "set_document", spy)
     write_all(app, clock, lambda path, data: app.db.document(path).set(data))
-    assert at_once_taken and all(at_once_taken)  # the one-statement path, really
+    assert at_once_taken and all(at_once_taken)  # the store's own write, really
     monkeypatch.undo()
     app.drain()
     at_once = [(e.type, e.raw, e.size) for e in seen]
@@ -147,9 +147,59 @@ def test_postgres_makes_a_set_in_one_statement(postgres_store_url: str) -> None:
         app.close()
 
 
-@pytest.mark.postgres
-def test_concurrent_sets_of_a_missing_document_make_one_creation(postgres_store_url: str) -> None:
-    app = App(postgres_store_url)
+def spied(app: App) -> list[bool]:
+    """What each of the app's store's set_document calls answers, from now on."""
+    answers: list[bool] = []
+    store: Any = app.store
+    made = store.set_document
+
+    def spy(*args: Any) -> bool:
+        answers.append(made(*args))
+        return answers[-1]
+
+    store.set_document = spy
+    return answers
+
+
+def test_sqlite_makes_every_set_by_its_own_write(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+    try:
+        answers = spied(app)
+        for n in range(3):
+            app.db.document(f"orders/o{n}").set({"n": n})
+        app.db.document("orders/o0").set({"n": 5})
+        assert answers == [True, True, True, True]  # the catalogue is read in its transaction
+        assert app.db.document("orders/o0").get().to_dict() == {"n": 5}
+    finally:
+        app.close()
+
+
+def test_a_sqlite_set_older_than_the_document_is_made_by_a_transaction(sqlite_url: str) -> None:
+    # A set whose time was read before another process wrote the document later (it waited
+    # for the lock) declines: the transaction it falls back to reads the clock under the lock.
+    ahead, behind = TestClock(), TestClock()
+    ahead.advance(60)
+    first, second = App(sqlite_url, clock=ahead), App(sqlite_url, clock=behind)
+    seen = events_of(first)
+    try:
+        first.db.document("orders/o1").set({"n": 1})
+        answers = spied(second)
+        second.db.document("orders/o1").set({"n": 2})
+        assert answers == [False]
+        assert second.db.document("orders/o1").get().to_dict() == {"n": 2}
+        first.drain()
+        # (run in order of their times: this test's clocks are a minute apart)
+        assert sorted((e.type, e.raw["after"]["data"]["n"]) for e in seen) == [
+            ("document.created", 1),
+            ("document.updated", 2),
+        ]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_concurrent_sets_of_a_missing_document_make_one_creation(store_url: str) -> None:
+    app = App(store_url)
     seen: list[Event] = []
 
     @app.on_document_written("counters/{c}")
@@ -259,19 +309,20 @@ _values = st.recursive(
 _documents = st.dictionaries(_keys, _values, max_size=4)
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     writes=st.lists(st.tuples(_documents, st.floats(0.0, 1e6)), min_size=1, max_size=4),
     jump=st.floats(0.0, 1e7),
 )
-def test_the_one_statement_write_makes_what_a_transaction_makes(
-    writes: list[tuple[dict[str, Any], float]], jump: float
+def test_the_stores_own_write_makes_what_a_transaction_makes(
+    kind: str, writes: list[tuple[dict[str, Any], float]], jump: float
 ) -> None:
     # The Python write (documents.Transaction.set, codec.dumps) is the definition of a
-    # document's events; the PL/pgSQL one (migration 008) must make the same type, payload
-    # and size for any document and any time, written to two paths at the same moments.
-    app, clock = _property_app()
+    # document's events; the store's own (PostgreSQL: the PL/pgSQL of migration 008; SQLite:
+    # stores/sqlite_set_document.py) must make the same type, payload and size for any
+    # document and any time, written to two paths at the same moments.
+    app, clock = _property_app(kind)
     clock.advance(jump)  # a TestClock only moves forward: times of any fraction
     n = next(_examples)
     one, other = f"once/d{n}", f"tx/d{n}"
@@ -292,39 +343,48 @@ def test_the_one_statement_write_makes_what_a_transaction_makes(
             clock.advance(step)
     finally:
         del store.set_document
-    # The one-statement path, really: for every write but those of data jsonb would change,
-    # or the update of such a document.
+    # The store's own write, really: on PostgreSQL for every write but those of data jsonb
+    # would change, or the update of such a document.
     texts = [codec.encode_document(data) for data, _ in writes]
-    exact = [codec.is_jsonb_exact(text) for text in texts]
+    exact = [codec.is_jsonb_exact(text) or kind == "sqlite" for text in texts]
     assert taken == [now and (i == 0 or exact[i - 1]) for i, now in enumerate(exact)]
-    assert _events(one) == _events(other)
+    assert _events(app, one) == _events(app, other)
 
 
 _examples = itertools.count()
 _apps: dict[str, tuple[App, TestClock]] = {}
 
 
-def _property_app() -> tuple[App, TestClock]:
-    """One app (and clock) on a fresh store for all the examples: resetting the store for
-    each would dominate the test's time, and each example writes paths of its own."""
-    if "app" not in _apps:
-        reset_postgres()
+def _property_app(kind: str) -> tuple[App, TestClock]:
+    """One app (and clock) on a fresh store of a kind for all the examples: resetting the
+    store for each would dominate the test's time, and each example writes paths of its own."""
+    if kind not in _apps:
+        if kind == "postgres":
+            reset_postgres()
+            url = postgres_url()
+        else:
+            url = f"sqlite:///{tempfile.mkdtemp(prefix='oncefire-set-')}/oncefire.db"
         clock = TestClock()
-        app = App(postgres_url(), clock=clock)
+        app = App(url, clock=clock)
         app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
-        _apps["app"] = (app, clock)
-    return _apps["app"]
+        _apps[kind] = (app, clock)
+    return _apps[kind]
 
 
-def _events(path: str) -> list[tuple[str, Any, int]]:
+def _events(app: App, path: str) -> list[tuple[str, Any, int]]:
     """(type, payload, size) of a document's events, as the store keeps them."""
-    import psycopg
+    if app.store.dialect == "sqlite":
+        with closing(sqlite3.connect(app.store.url.removeprefix("sqlite:///"))) as conn:
+            sql = "SELECT type, data, size FROM oncefire_events WHERE source = ? ORDER BY id"
+            rows = conn.execute(sql, (path,)).fetchall()
+    else:
+        import psycopg
 
-    with psycopg.connect(postgres_url(), autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT type, data::text, size FROM oncefire_events WHERE source = %s ORDER BY id",
-            (path,),
-        ).fetchall()
+        with psycopg.connect(postgres_url(), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT type, data::text, size FROM oncefire_events WHERE source = %s ORDER BY id",
+                (path,),
+            ).fetchall()
     return [(kind, codec.loads(text), size) for kind, text, size in rows]
 
 
@@ -333,4 +393,6 @@ def _close_property_app() -> Iterator[None]:
     yield
     for app, _ in _apps.values():
         app.close()
+        if app.store.dialect == "sqlite":
+            shutil.rmtree(Path(app.store.url.removeprefix("sqlite:///")).parent)
     _apps.clear()

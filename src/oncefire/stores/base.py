@@ -113,8 +113,6 @@ class Store(Protocol):
     url: str
     dialect: str
     """"sqlite" or "postgres": which named queries (stores/sql/<dialect>) the store runs."""
-    has_one_statement_write: bool
-    """Capability: set_document() can write a whole document and its event in one statement."""
     tables: TableTriggers
     """The triggers on the application's own tables (oncefire.tables decides what they hold)."""
 
@@ -144,9 +142,11 @@ class Store(Protocol):
         event_id: str,
         fanout_of: Callable[[Catalog], Fanout | None],
     ) -> bool:
-        """Write a whole document and its event in one statement, if has_one_statement_write;
-        False, having written nothing, when the caller must write through a transaction
-        (also when fanout_of answers None)."""
+        """Write a whole document (data_json, made by the caller) and its event by the store's
+        own write: one statement on PostgreSQL, one transaction of the write's statements
+        alone on SQLite; fanout_of(catalogue) answers what a creation and an update start and
+        the data's index entries. False, having written nothing, when the caller must write
+        through a transaction (also when fanout_of answers None)."""
 
     def register_functions(self, records: Sequence[FunctionEntry]) -> None: ...
 

@@ -68,7 +68,6 @@ class PostgresStore(SqlStore):
     """oncefire's state in a PostgreSQL database, shared by workers on many machines."""
 
     dialect = "postgres"
-    has_one_statement_write = True
 
     def __init__(self, url: str, *, pool_min: int = POOL_MIN, pool_max: int = POOL_MAX) -> None:
         self.url = url

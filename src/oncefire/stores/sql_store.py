@@ -70,9 +70,6 @@ class SqlStore(Leasing, SqlRetention, FunctionOps, RecordOps):
 
     dialect: str
     url: str
-    # Capabilities: optional fast paths a dialect declares (documents.Database reads them).
-    has_one_statement_write: bool = False
-
     # -- what each dialect supplies ------------------------------------------------------
 
     def _one(self) -> Statements:

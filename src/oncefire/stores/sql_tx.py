@@ -59,7 +59,13 @@ class SqlTx:
     def _catalog_now(self) -> Catalog:
         if self._catalog is None:
             ((version,),) = self.statements.fetch("catalog_version")
-            self._catalog = self._catalogs.at(int(version), self._load_catalog)
+            return self.catalog_at(int(version))
+        return self._catalog
+
+    def catalog_at(self, version: int) -> Catalog:
+        """The catalogue at `version`, which this transaction has just read: the one kept
+        between transactions while the version stays the same, else read here."""
+        self._catalog = self._catalogs.at(version, self._load_catalog)
         return self._catalog
 
     def functions(self) -> list[FunctionEntry]:

@@ -17,7 +17,7 @@ from oncefire import codec
 from oncefire.errors import ConfigError, SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
-from oncefire.stores import migrations, queries
+from oncefire.stores import migrations, queries, sqlite_set_document
 from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Row, SqliteStatements
@@ -45,7 +45,6 @@ class SqliteStore(SqlStore):
     """oncefire's state in one SQLite file (or in memory, for scripts)."""
 
     dialect = "sqlite"
-    has_one_statement_write = False
 
     def __init__(
         self, url: str, *, synchronous: str = "FULL", busy_wait: float | None = None
@@ -120,8 +119,12 @@ class SqliteStore(SqlStore):
         event_id: str,
         fanout_of: Callable[[Catalog], Fanout | None],
     ) -> bool:
-        """No one-statement write on SQLite (a transaction is as fast): always False."""
-        return False
+        """A whole document and its event in one transaction of the write's own statements
+        (stores/sqlite_set_document.py); False, having written nothing, when the caller must
+        write through a transaction."""
+        return sqlite_set_document.set_document(
+            self.connections, self._catalogs, path, data_json, now, event_id, fanout_of
+        )
 
     def _identity(self) -> tuple[int, int] | None:
         """(device, inode) of the store's file, None if there is none (or in memory)."""

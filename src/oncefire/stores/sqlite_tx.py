@@ -36,7 +36,7 @@ class SqliteTx(SqlTx):
         if self._catalog is None:
             # The catalogue version rides along with the first read: no statement of its own.
             (row,) = self.statements.fetch("document_with_catalog", args)
-            self._catalog = self._catalogs.at(row[3], self._load_catalog)
+            self.catalog_at(row[3])
         else:
             rows = self.statements.fetch("get_document", args)
             row = rows[0] if rows else (None,)
