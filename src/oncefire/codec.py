@@ -62,12 +62,17 @@ def _decode_hook(obj: dict[str, Any]) -> Any:
     return obj
 
 
+# json.dumps with these options would make its encoder again on every call.
+_ENCODERS = {
+    sort_keys: json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+    for sort_keys in (False, True)
+}
+
+
 def _json(value: Any, *, sort_keys: bool) -> str:
     """json.dumps of checked data; what JSON or UTF-8 cannot hold is an InvalidDocumentError."""
     try:
-        return json.dumps(
-            _encode_value(value, ""), sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False
-        )
+        return _ENCODERS[sort_keys].encode(_encode_value(value, ""))
     except InvalidDocumentError:
         raise
     except RecursionError:
