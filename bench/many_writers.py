@@ -18,13 +18,14 @@ document (document and event): the ceiling of such a write path against the raw 
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
 import workload
-from benchlib import common_args, log, summarize, write_json
+from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from harness import DOC, Target, reset, target
 from plain_sql import PlainSqlWriter
 from write_path import RawWriter
@@ -149,22 +150,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     t = target(args.store)
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     runs = []
-    for run in range(args.runs):
-        runs.append(one_run(t, args.producers, args.window, run, floor=args.floor))
-        r = runs[-1]
-        floor = (
-            f", plain SQL {r['plain_rate']:,.0f}/s ({r['plain_rate'] / r['raw_rate']:.0%}),"
-            f" document and event only {r['least_rate']:,.0f}/s"
-            f" ({r['least_rate'] / r['raw_rate']:.0%})"
-            if args.floor
-            else ""
-        )
-        log(
-            f"many writers on {t.label}, run {run + 1}/{args.runs}, {args.producers} processes:"
-            f" raw {r['raw_rate']:,.0f}/s, oncefire {r['document_rate']:,.0f}/s"
-            f" ({r['document_rate'] / r['raw_rate']:.0%}){floor}"
-        )
+    with LoadSampler() as sampler:
+        for run in range(args.runs):
+            runs.append(one_run(t, args.producers, args.window, run, floor=args.floor))
+            log_run(t, args, runs[-1], run)
     floors = (
         {
             f"{kind}_ratio": summarize([r[f"{kind}_rate"] / r["raw_rate"] for r in runs])
@@ -185,7 +176,24 @@ def main() -> None:
             "ratio": summarize([r["document_rate"] / r["raw_rate"] for r in runs]),
             **floors,
             "runs": runs,
+            "facts": facts(sampler, started),  # when, at which commit, and the load beside it
         },
+    )
+
+
+def log_run(t: Target, args: argparse.Namespace, r: dict[str, Any], run: int) -> None:
+    """One run's figures on stderr."""
+    floor = (
+        f", plain SQL {r['plain_rate']:,.0f}/s ({r['plain_rate'] / r['raw_rate']:.0%}),"
+        f" document and event only {r['least_rate']:,.0f}/s"
+        f" ({r['least_rate'] / r['raw_rate']:.0%})"
+        if args.floor
+        else ""
+    )
+    log(
+        f"many writers on {t.label}, run {run + 1}/{args.runs}, {args.producers} processes:"
+        f" raw {r['raw_rate']:,.0f}/s, oncefire {r['document_rate']:,.0f}/s"
+        f" ({r['document_rate'] / r['raw_rate']:.0%}){floor}"
     )
 
 

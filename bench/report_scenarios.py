@@ -30,6 +30,7 @@ def write_path(page: Page) -> None:
         "a write on this schema can store that commits its event with its document, so its "
         "share of raw is the ceiling of such a write path on this machine.",
         "",
+        *apart(page, "write_path"),
     )
     rows = []
     for store in ("sqlite", "postgres"):
@@ -206,6 +207,17 @@ def measured_apart(result: dict[str, Any]) -> str:
         )
     merged = result.get("merged_from")
     return said + (f"; merged from `{merged}`." if merged else ".")
+
+
+def apart(page: Page, scenario: str) -> list[str]:
+    """A line for each store whose result of a scenario was measured on its own and merged
+    into the sitting's (measured_apart), then an empty line; nothing when none was."""
+    lines = [
+        f"{LABEL[store]}:{measured_apart(page.get(f'{scenario}-{store}'))}"
+        for store in ("sqlite", "postgres")
+        if page.get(f"{scenario}-{store}").get("merged_from")
+    ]
+    return [*lines, ""] if lines else []
 
 
 def poison(page: Page) -> None:

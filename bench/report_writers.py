@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from report_page import DASH, LABEL, Page, fig, med, met, share_with_ceiling
-from report_scenarios import measured_apart
+from report_scenarios import apart
 
 GOAL_PLAIN_SQL_RATIO = 0.90
 GOAL_MANY_WRITERS = 0.80
@@ -189,6 +189,7 @@ def many_writers(page: Page) -> None:
         "delivery), and the document and its event only, the ceiling of any write that "
         "commits its event with its document.",
         "",
+        *apart(page, "many_writers"),
     )
     rows = []
     for store in STORES:
@@ -254,13 +255,7 @@ def flowing(page: Page) -> None:
                 fig(f.get("p99_ms"), 2),
             ]
         )
-    apart = [
-        f"{LABEL[store]}:{measured_apart(page.get(f'flowing-{store}'))}"
-        for store in STORES
-        if page.get(f"flowing-{store}").get("merged_from")
-    ]
-    if apart:
-        page.add(*apart, "")
+    page.add(*apart(page, "flowing"))
     page.table(
         [
             "store",

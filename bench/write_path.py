@@ -17,13 +17,14 @@ and, on SQLite, the cost of a commit by the b-trees it writes (bench/commit_page
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
 import time
 from typing import Any
 
 import commit_pages
 import workload
-from benchlib import common_args, log, summarize, write_json
+from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from btrees import postgres_btrees, sqlite_btrees
 from harness import DOC, Target, reset, target
 from plain_sql import PlainSqlWriter
@@ -136,6 +137,15 @@ def main() -> None:
     parser.add_argument("--commit-pages", type=int, default=1500, help="commits; 0: skipped")
     args = parser.parse_args()
     t = target(args.store)
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    with LoadSampler() as sampler:
+        result = measure(t, args)
+    result["facts"] = facts(sampler, started)  # when, at which commit, and the load beside it
+    write_json(args.json, result)
+
+
+def measure(t: Target, args: argparse.Namespace) -> dict[str, Any]:
+    """The write path's figures on one store, as main's options ask."""
     raw_rates: list[float] = []
     plain_rates: list[float] = []
     least_rates: list[float] = []
@@ -203,7 +213,7 @@ def main() -> None:
     if args.store == "sqlite" and args.commit_pages > 0:
         result["commit_pages"] = commit_pages.measure(args.commit_pages, args.runs)
         log(f"commit cost by b-trees written: {result['commit_pages']['us_per_commit']}")
-    write_json(args.json, result)
+    return result
 
 
 if __name__ == "__main__":
