@@ -48,23 +48,30 @@ def events_of(app: App) -> list[Event]:
     return seen
 
 
+def spied(app: App) -> list[bool]:
+    """What each of the app's store's set_document calls answers, from now on."""
+    answers: list[bool] = []
+    store: Any = app.store
+    made = store.set_document
+
+    def spy(*args: Any) -> bool:
+        answers.append(made(*args))
+        return answers[-1]
+
+    store.set_document = spy
+    return answers
+
+
 def test_a_set_makes_the_events_a_transaction_makes(
-    make_app: Callable[..., App], clock: TestClock, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., App], clock: TestClock
 ) -> None:
     app = make_app()
     seen = events_of(app)
     app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
-    store: Any = app.store
-    made, at_once_taken = store.set_document, []
-
-    def spy(*args: Any) -> bool:
-        at_once_taken.append(made(*args))
-        return cast(bool, at_once_taken[-1])
-
-    monkeypatch.setattr(store, "set_document", spy)
+    at_once_taken = spied(app)
     write_all(app, clock, lambda path, data: app.db.document(path).set(data))
     assert at_once_taken and all(at_once_taken)  # the store's own write, really
-    monkeypatch.undo()
+    del cast(Any, app.store).set_document
     app.drain()
     at_once = [(e.type, e.raw, e.size) for e in seen]
     app.db.document("orders/o1").delete()
@@ -131,34 +138,12 @@ def test_an_update_keeps_the_create_time_and_reports_the_one_before(
 def test_postgres_makes_a_set_in_one_statement(postgres_store_url: str) -> None:
     app = App(postgres_store_url)
     try:
-        answers: list[bool] = []
-        store: Any = app.store
-        made = store.set_document
-
-        def spy(*args: Any) -> bool:
-            answers.append(made(*args))
-            return answers[-1]
-
-        store.set_document = spy
+        answers = spied(app)
         for n in range(3):
             app.db.document(f"orders/o{n}").set({"n": n})
         assert answers == [False, True, True]  # the first write reads the catalogue
     finally:
         app.close()
-
-
-def spied(app: App) -> list[bool]:
-    """What each of the app's store's set_document calls answers, from now on."""
-    answers: list[bool] = []
-    store: Any = app.store
-    made = store.set_document
-
-    def spy(*args: Any) -> bool:
-        answers.append(made(*args))
-        return answers[-1]
-
-    store.set_document = spy
-    return answers
 
 
 def test_sqlite_makes_every_set_by_its_own_write(sqlite_url: str) -> None:
@@ -326,15 +311,7 @@ def test_the_stores_own_write_makes_what_a_transaction_makes(
     clock.advance(jump)  # a TestClock only moves forward: times of any fraction
     n = next(_examples)
     one, other = f"once/d{n}", f"tx/d{n}"
-    taken: list[bool] = []
-    store: Any = app.store
-    made = store.set_document
-
-    def spy(*args: Any) -> bool:
-        taken.append(made(*args))
-        return taken[-1]
-
-    store.set_document = spy
+    taken = spied(app)
     try:
         for data, step in writes:
             app.db.document(one).set(data)
@@ -342,7 +319,7 @@ def test_the_stores_own_write_makes_what_a_transaction_makes(
                 tx.set(app.db.document(other), data)
             clock.advance(step)
     finally:
-        del store.set_document
+        del cast(Any, app.store).set_document
     # The store's own write, really: on PostgreSQL for every write but those of data jsonb
     # would change, or the update of such a document.
     texts = [codec.encode_document(data) for data, _ in writes]
