@@ -43,7 +43,8 @@ def set_document(
     with connections.transaction() as conn:
         key = {"collection": collection, "path": path}
         text, created, updated, version = _run(conn, "document_with_catalog", key).fetchone()
-        fanout = fanout_of(SqliteTx(conn, catalogs).catalog_at(version))
+        tx = SqliteTx(conn, catalogs)  # the catalogue, index entries and deliveries
+        fanout = fanout_of(tx.catalog_at(version))
         if fanout is None or (updated is not None and updated > now):
             return False
         kind, functions, before = EventType.DOCUMENT_CREATED, fanout.on_create, None
@@ -51,15 +52,16 @@ def set_document(
             created = now
         else:
             current = {"data": codec.loads(text), "create_time": created, "update_time": updated}
-            new = codec.loads(data_json)
-            if text == data_json or codec.canonical(current["data"]) == codec.canonical(new):
+            if text == data_json or codec.canonical(current["data"]) == codec.canonical(
+                codec.loads(data_json)
+            ):
                 return True  # a no-op write changes nothing and emits no event
             kind, functions = EventType.DOCUMENT_UPDATED, fanout.on_update
             before = codec.dumps(current)
         document = {**key, "data": data_json, "create_time": created, "update_time": now}
         _run(conn, "put_document", document)
         if fanout.index_entries is not None:
-            SqliteTx(conn, catalogs).set_index_entries(path, collection, fanout.index_entries)
+            tx.set_index_entries(path, collection, fanout.index_entries)
         event_json = codec.document_event(before, data_json, created, now)
         event = {
             "id": event_id,
@@ -78,9 +80,7 @@ def set_document(
                 {"event_id": event_id, "function": name, "run_at": now, "created_at": now}
                 for name in functions
             ]
-            faults.before("insert_delivery")
-            conn.executemany(SQL["insert_delivery"], deliveries)
-            faults.after("insert_delivery")
+            tx.statements.execute_many("insert_delivery", deliveries)
     return True
 
 
