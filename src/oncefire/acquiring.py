@@ -14,10 +14,11 @@ its worker's queue). Its token names the delivery and the
 attempt ("<delivery id>.<attempt>.<random>"), so the records of deliveries that never ran are
 released by whoever hands them back: their worker (handed back unstarted, or its attempt
 ended before its function was called), or a rescuer that never saw the token (a dead
-worker's deliveries never started or marked ahead, which run again uncharged). A delivery
-that may have run (marked started) keeps its record, as one its attempt acquired would be
-kept: its retry waits for the lease to end, so a stalled worker that wakes up meanwhile does
-not repeat the effect beside it.
+worker's deliveries never started). A delivery that may have run keeps its record, as one its
+attempt acquired would be kept: one marked started (its retry waits for the record's lease
+and TAKE_OVER_AFTER), and one marked ahead (its function may have been entered before a
+commit could confirm it), handed back uncharged, due when its record may be taken over. So a
+stalled worker that wakes up meanwhile does not repeat the effect beside it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from oncefire import codec
-from oncefire.idempotency import IN_PROGRESS, IdempotencySpec, by_event_id, hash_of, record_key
+from oncefire.idempotency import (
+    IN_PROGRESS,
+    TAKE_OVER_AFTER,
+    IdempotencySpec,
+    by_event_id,
+    hash_of,
+    record_key,
+)
 from oncefire.stores.base import IdempotencyRecord, Leased, Taken
 
 if TYPE_CHECKING:
@@ -91,9 +99,20 @@ def release(rt: Runtime, records: Iterable[IdempotencyRecord | None]) -> None:
         rt.store.release_idempotency_many(held)
 
 
+def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
+    """When the record a stopped worker acquired with a rescued delivery's lease may be taken
+    over, at the latest (None: its function has none). It was acquired with the lease, at
+    least the worker's lease (settings.lease) before now, for the @idempotent lease; then
+    TAKE_OVER_AFTER lets its holder, perhaps alive, complete it first."""
+    spec = spec_of(rt.triggers[item.function]) if item.function in rt.triggers else None
+    if spec is None:
+        return None
+    return now + max(0.0, spec.lease - rt.settings.lease) + TAKE_OVER_AFTER
+
+
 def release_rescued(rt: Runtime, items: Sequence[Leased]) -> None:
-    """Release the records a stopped worker acquired with the leases of deliveries handed
-    back to run again uncharged (never started, or marked ahead)."""
+    """Release the records a stopped worker acquired with the leases of deliveries it never
+    started, handed back to run again uncharged."""
     held = []
     for item in items:
         spec = spec_of(rt.triggers[item.function]) if item.function in rt.triggers else None

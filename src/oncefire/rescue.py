@@ -36,8 +36,10 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
             now, now + rt.settings.lease, functions, RESCUE_BATCH
         )
         taken += len(expired)
-        # What runs again uncharged gets its record back (acquired with its lease: acquiring.py).
-        acquiring.release_rescued(rt, [i for i in expired if not i.is_started or i.is_ahead])
+        # What never started gets its record back (acquired with its lease: acquiring.py). One
+        # marked ahead keeps it, as one marked started does: its function may have been entered
+        # before a commit could confirm it, and its worker may only be stalled.
+        acquiring.release_rescued(rt, [i for i in expired if not i.is_started])
         unstarted = [item.lease for item in expired if not item.is_started]
         if unstarted:
             released = rt.store.release(unstarted)
@@ -46,10 +48,14 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
             )
         # Marked started a wave ahead, with others: whether each ran, or which one ended the
         # process, is not known. Handed back uncharged; each runs alone from now on, and is
-        # charged if it crashes alone.
-        ahead = [item.lease for item in expired if item.is_started and item.is_ahead]
-        if ahead:
-            released = rt.store.release(ahead, is_solo=True)
+        # charged if it crashes alone. The records acquired with their lease are kept (one may
+        # have run): each is due when its record may be taken over.
+        ahead: dict[float | None, list[Lease]] = {}
+        for item in expired:
+            if item.is_started and item.is_ahead:
+                ahead.setdefault(acquiring.takeable_at(rt, item, now), []).append(item.lease)
+        for run_at, leases in ahead.items():
+            released = rt.store.release(leases, is_solo=True, run_at=run_at)
             log.info("handed back %d delivery(ies) a stopped worker marked ahead", released)
         for item in expired:
             if item.is_started and not item.is_ahead:

@@ -19,7 +19,7 @@ from worker_support import WAIT, app_of, learned_worker, turn_until
 
 from oncefire import App, RetryPolicy, idempotent
 from oncefire.events import Event
-from oncefire.idempotency import QUEUED_FOR
+from oncefire.idempotency import QUEUED_FOR, TAKE_OVER_AFTER
 from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
@@ -143,7 +143,7 @@ def test_a_worker_acquires_the_records_of_what_it_leases_in_the_lease_transactio
         assert len(own) == 5
 
 
-def test_a_dead_workers_wave_gets_its_records_back_and_a_run_that_may_have_run_keeps_its(
+def test_a_dead_workers_wave_keeps_its_records_and_runs_again_once_they_may_be_taken_over(
     make_app: Callable[..., App], clock: TestClock, charges: Charges
 ) -> None:
     worker = worker_of(make_app, charges)
@@ -159,15 +159,59 @@ def test_a_dead_workers_wave_gets_its_records_back_and_a_run_that_may_have_run_k
     second = make_app()
     charges.register(second)
     second.drain()
-    for event_id in queued:  # they never ran: their records came back with them
-        assert outcomes(second, event_id) == ["succeeded"], event_id
-        assert charges.count[event_id] == 1
     # blocked may have run: its record is kept, so its retry does not repeat the effect beside
     # a stalled worker that may wake up, until the lease and the take-over delay end.
     assert outcomes(second, blocked)[0] == "crashed"
     held = record(second, blocked)
     assert held is not None and held.status == "in_progress" and WITH_LEASE.match(held.token)
     assert charges.count[blocked] == 1
+    # The rest were marked ahead: whether they ran is not known, so their records are kept
+    # too. Handed back uncharged, they are due when their records may be taken over.
+    for event_id in queued:
+        assert outcomes(second, event_id) == [], event_id
+        assert record(second, event_id) is not None
+        assert second.store.delivery_states(event_id)[0][1:] == ("pending", 0)
+    clock.advance(TAKE_OVER_AFTER)
+    second.drain()
+    for event_id in queued:  # taken over, each runs once, with no failure charged
+        assert outcomes(second, event_id) == ["succeeded"], event_id
+        assert charges.count[event_id] == 1
+
+
+def test_a_stalled_worker_keeps_the_records_of_what_it_ran_marked_ahead(
+    make_app: Callable[..., App], clock: TestClock, charges: Charges
+) -> None:
+    # Two leased together on two slots are both marked ahead (neither starts alone) and enter
+    # their function; the worker stalls past its lease (a store restart, a paused process)
+    # before a commit confirms them started.
+    app = make_app()
+    charges.register(app)
+    worker = learned_worker(app, concurrency=2)
+    ids = publish(app, {"block": True}, {"block": True})
+    assert worker.lease_and_start() == 2
+    for _ in ids:
+        assert charges.started.acquire(timeout=WAIT)
+    assert [state[1] for i in ids for state in app.store.delivery_states(i)] == ["running"] * 2
+    clock.advance(LEASE + 1)
+    second = make_app()
+    charges.register(second)
+    # Handed back uncharged, as marked ahead, their records held: due when those may be taken
+    # over (the record's lease, here as long as the worker's, then TAKE_OVER_AFTER).
+    assert second.drain().attempts == 0
+    for event_id in ids:
+        assert charges.count[event_id] == 1, "repeated beside the stalled worker"
+        held = record(second, event_id)
+        assert held is not None and held.status == "in_progress" and WITH_LEASE.match(held.token)
+        assert app.store.delivery_states(event_id)[0][1:] == ("pending", 0)
+    charges.gate.set()  # the worker wakes up: its leases are lost, its effects are recorded
+    turn_until(worker, "both to end", lambda: not worker.is_busy)
+    clock.advance(TAKE_OVER_AFTER)
+    assert second.drain().attempts == 2
+    for event_id in ids:
+        done = record(second, event_id)
+        assert done is not None and done.status == "completed"
+        assert outcomes(second, event_id) == ["succeeded"]  # the completed record's result
+        assert charges.count[event_id] == 1
 
 
 def test_a_queue_handed_back_gets_its_records_back(

@@ -250,9 +250,12 @@ class Store(Protocol):
         is charged an attempt; one marked is_ahead (a wave ahead, with others) is handed back
         uncharged and solo instead. Marking it again without is_ahead makes it started."""
 
-    def release(self, leases: Sequence[Lease], *, is_solo: bool = False) -> int:
+    def release(
+        self, leases: Sequence[Lease], *, is_solo: bool = False, run_at: float | None = None
+    ) -> int:
         """Hand running deliveries back to pending without counting their attempt; is_solo
-        makes each leased alone from now on (see lease_due)."""
+        makes each leased alone from now on (see lease_due); run_at makes them due then
+        (None: when they were due)."""
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those (the rest are lost)."""

@@ -327,12 +327,18 @@ class PostgresStore(SqlStore):
             PostgresTx(st.conn, is_write=True).append(event, functions, event.time)
             return True
 
-    def release(self, leases: Sequence[Lease], *, is_solo: bool = False) -> int:
+    def release(
+        self, leases: Sequence[Lease], *, is_solo: bool = False, run_at: float | None = None
+    ) -> int:
         """Hand running deliveries back to pending without counting their attempt."""
         if not leases:
             return 0
-        args = {"ids": [x.delivery_id for x in leases], "tokens": [x.token for x in leases]}
-        args["is_solo"] = is_solo
+        args: dict[str, Any] = {
+            "ids": [x.delivery_id for x in leases],
+            "tokens": [x.token for x in leases],
+            "is_solo": is_solo,
+            "run_at": run_at,
+        }
         rows = self._pooled.fetch("release_leases", args)
         return int(rows[0][0]) if rows else 0
 

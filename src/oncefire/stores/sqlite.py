@@ -328,11 +328,14 @@ class SqliteStore(SqlStore):
                 SqliteTx(st.conn).append(event, functions, event.time)
             return done
 
-    def release(self, leases: Sequence[Lease], *, is_solo: bool = False) -> int:
+    def release(
+        self, leases: Sequence[Lease], *, is_solo: bool = False, run_at: float | None = None
+    ) -> int:
         """Hand running deliveries back to pending without counting their attempt."""
+        args = {"is_solo": is_solo, "run_at": run_at}
         with self._write() as st:
             return sum(
-                st.count("release_leases", {"token": token, "ids": ids, "is_solo": is_solo})
+                st.count("release_leases", {"token": token, "ids": ids, **args})
                 for token, ids in _by_token(leases).items()
             )
 

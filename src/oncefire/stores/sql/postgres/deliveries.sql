@@ -300,10 +300,12 @@ SELECT id FROM d;
 
 -- name: release_leases
 -- The token is the state check, as in end_succeeded_many. %(is_solo)s: they were marked ahead
--- when their worker died, so each is leased alone from now on.
+-- when their worker died, so each is leased alone from now on. %(run_at)s: when they are due
+-- again (NULL: when they were).
 WITH d AS (
     UPDATE oncefire_deliveries d SET state = 'pending', attempt = d.attempt - 1,
-        lease_token = NULL, lease_until = NULL, worker = NULL, solo = d.solo OR %(is_solo)s
+        lease_token = NULL, lease_until = NULL, worker = NULL, solo = d.solo OR %(is_solo)s,
+        run_at = COALESCE(%(run_at)s::double precision, d.run_at)
     FROM unnest(%(ids)b::bigint[], %(tokens)b::text[]) AS l (id, token)
     WHERE d.id = l.id AND d.lease_token = l.token
     RETURNING d.id

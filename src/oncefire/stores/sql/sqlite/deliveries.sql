@@ -102,9 +102,10 @@ AND NOT EXISTS (SELECT 1 FROM oncefire_deliveries o WHERE o.event_id = oncefire_
 -- name: release_leases
 -- The deliveries of one lease token (its batch shares it): one statement a token, not one a
 -- delivery. :is_solo = 1: they were marked ahead when their worker died, so each is leased
--- alone from now on.
+-- alone from now on. :run_at: when they are due again (NULL: when they were).
 UPDATE oncefire_deliveries SET state = 'pending', attempt = attempt - 1, lease_token = NULL,
-    lease_until = NULL, worker = NULL, solo = max(solo, :is_solo)
+    lease_until = NULL, worker = NULL, solo = max(solo, :is_solo),
+    run_at = COALESCE(:run_at, run_at)
 WHERE lease_token = :token AND state = 'running'
     AND id IN (SELECT value FROM json_each(:ids));
 
