@@ -205,6 +205,20 @@ def test_release_hands_a_delivery_back_without_counting_the_attempt(
     assert [e.attempt for e in seen] == [1]
 
 
+def test_a_delivery_handed_back_with_a_run_at_is_not_due_before_it(
+    app: App, clock: TestClock
+) -> None:
+    seen = register_noop(app)
+    app.db.document("orders/o1").set({"n": 1})
+    [leased] = lease(app)
+    assert app.store.release([leased.lease], is_solo=True, run_at=clock.now() + 10) == 1
+    assert app.store.delivery_states(leased.event.id) == [("charge", "pending", 0)]
+    assert app.drain().attempts == 0
+    clock.advance(10)
+    app.drain()
+    assert [e.attempt for e in seen] == [1]
+
+
 def test_every_attempt_is_recorded_with_its_outcome_and_duration(
     app: App, clock: TestClock
 ) -> None:
