@@ -143,10 +143,9 @@ class Store(Protocol):
         fanout_of: Callable[[Catalog], Fanout | None],
     ) -> bool:
         """Write a whole document (data_json, made by the caller) and its event by the store's
-        own write: one statement on PostgreSQL, one transaction of the write's statements
-        alone on SQLite; fanout_of(catalogue) answers what a creation and an update start and
-        the data's index entries. False, having written nothing, when the caller must write
-        through a transaction (also when fanout_of answers None)."""
+        own write (one statement on PostgreSQL, a transaction of its statements on SQLite);
+        fanout_of(catalogue) answers what a creation and an update start and the index entries.
+        False, writing nothing, when a transaction must write it (or fanout_of answers None)."""
 
     def register_functions(self, records: Sequence[FunctionEntry]) -> None: ...
 
@@ -245,17 +244,15 @@ class Store(Protocol):
         """Finish a delivery by publishing its event on a dead-letter topic, atomically."""
 
     def start(self, leases: Sequence[Lease], now: float, *, is_ahead: bool = False) -> set[int]:
-        """Mark leased deliveries started (their started_at is now; a lease leaves it NULL),
-        if their lease still holds; the ids marked. Only a started delivery whose lease ran out
-        is charged an attempt; one marked is_ahead (a wave ahead, with others) is handed back
-        uncharged and solo instead. Marking it again without is_ahead makes it started."""
+        """Mark leased deliveries started (started_at now) if their lease holds; the ids marked.
+        Only a started one whose lease ran out is charged; one marked is_ahead (a wave ahead,
+        with others) is handed back uncharged and solo (rescue.py); marked again, started."""
 
     def release(
         self, leases: Sequence[Lease], *, is_solo: bool = False, run_at: float | None = None
     ) -> int:
-        """Hand running deliveries back to pending without counting their attempt; is_solo
-        makes each leased alone from now on (see lease_due); run_at makes them due then
-        (None: when they were due)."""
+        """Hand running deliveries back to pending, their attempt uncounted; is_solo: each is
+        leased alone from now on (see lease_due); run_at: due then (None: when they were)."""
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those (the rest are lost)."""

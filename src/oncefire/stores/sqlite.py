@@ -120,8 +120,7 @@ class SqliteStore(SqlStore):
         fanout_of: Callable[[Catalog], Fanout | None],
     ) -> bool:
         """A whole document and its event in one transaction of the write's own statements
-        (stores/sqlite_set_document.py); False, having written nothing, when the caller must
-        write through a transaction."""
+        (sqlite_set_document.py); False, writing nothing, when a transaction must write it."""
         return sqlite_set_document.set_document(
             self.connections, self._catalogs, path, data_json, now, event_id, fanout_of
         )
