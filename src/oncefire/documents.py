@@ -277,13 +277,19 @@ class CollectionReference(Query):
         self._db.store.declare_index(self.path, field, entries_of)
 
 
+class _Local(threading.local):
+    """A thread's open transaction, None by default (read without getattr's AttributeError)."""
+
+    tx: Transaction | None = None
+
+
 class Database:
     """The document store of an App: `app.db`."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
-        self._local = threading.local()
+        self._local = _Local()
         self.warned_shapes: set[Shape] = set()  # queries logged as reading a whole collection
 
     def collection(self, path: str) -> CollectionReference:
@@ -300,7 +306,7 @@ class Database:
 
         A write made through a reference inside the block joins the transaction.
         """
-        active: Transaction | None = getattr(self._local, "tx", None)
+        active: Transaction | None = self._local.tx
         if active is not None:
             yield active
             return
@@ -314,12 +320,12 @@ class Database:
 
     def active_transaction(self) -> Transaction | None:
         """The transaction this thread has open, if any."""
-        return getattr(self._local, "tx", None)
+        return self._local.tx
 
     @contextmanager
     def reading(self) -> Iterator[DocumentTx]:
         """The open transaction of this thread if any, else a read snapshot."""
-        active: Transaction | None = getattr(self._local, "tx", None)
+        active: Transaction | None = self._local.tx
         if active is not None:
             yield active._check()
             return
@@ -337,7 +343,7 @@ class Database:
         The store decides created/updated/no-op under the same locks a transaction takes,
         with the catalogue (functions, index fields) as of its write.
         """
-        if getattr(self._local, "tx", None) is not None or CURRENT_LINEAGE.get() is not None:
+        if self._local.tx is not None or CURRENT_LINEAGE.get() is not None:
             return False
         _check_fields(data)
         now = self.clock.now()

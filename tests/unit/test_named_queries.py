@@ -77,3 +77,20 @@ def test_a_sqlite_list_read_with_json_each_is_one_json_parameter_unless_short() 
     for ids in (long_ids, short_ids, []):
         found = conn.execute(*expand_lists(sql, {"ids": ids, "names": ["a"]})).fetchall()
         assert sorted(r[0] for r in found) == ids
+
+
+def test_a_positional_query_binds_a_tuple_in_the_order_of_its_names() -> None:
+    sql = "INSERT INTO t (a, b) VALUES (:a, :b) ON CONFLICT (a) DO UPDATE SET b = excluded.b"
+    converted = queries.positional(sql, ("a", "b"))
+    assert (
+        converted
+        == "INSERT INTO t (a, b) VALUES (?, ?) ON CONFLICT (a) DO UPDATE SET b = excluded.b"
+    )
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a PRIMARY KEY, b)")
+    conn.execute(converted, (1, "one"))
+    assert conn.execute("SELECT a, b FROM t").fetchall() == [(1, "one")]
+    with pytest.raises(StoreError, match=r"\('a', 'b'\), not \('b', 'a'\)"):
+        queries.positional(sql, ("b", "a"))  # the tuple would bind each to the other's place
+    with pytest.raises(StoreError, match="not"):
+        queries.positional("SELECT :a, :a", ("a",))  # a name twice needs a dict

@@ -17,6 +17,7 @@ from oncefire.errors import StoreError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
 _MIGRATION = re.compile(r"^\d{3}_")
+_NAMED = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def parse(text: str, source: str = "<sql>") -> dict[str, str]:
@@ -54,3 +55,13 @@ def load(dialect: str) -> dict[str, str]:
                 raise StoreError(f"The query {name!r} of {dialect} is defined in two files.")
             queries[name] = sql
     return queries
+
+
+def positional(sql: str, names: tuple[str, ...]) -> str:
+    """A SQLite query with `?` for its `:name` parameters, for a hot path that binds a tuple
+    (sqlite3 looks each name up in a dict, about 0.4 µs a parameter): the query's names must
+    be `names`, each once, in this order, or a StoreError says which it has."""
+    found = tuple(_NAMED.findall(sql))
+    if found != names:
+        raise StoreError(f"The query's parameters are {found}, not {names}.")
+    return _NAMED.sub("?", sql)

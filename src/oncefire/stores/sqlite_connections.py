@@ -30,7 +30,7 @@ class SqliteConnections:
         self.path = path
         self.is_memory = is_memory
         self.synchronous = synchronous
-        self._local = threading.local()
+        self._local = _Local()
         self._shared: sqlite3.Connection | None = None
         self._shared_lock = threading.RLock()
         # Each connection with the thread it serves (None: shared), so a dead thread's is closed.
@@ -126,14 +126,14 @@ class SqliteConnections:
             conn.close()
 
     def _may_skip_flush(self) -> bool:
-        main: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        main: sqlite3.Connection | None = self._local.conn
         is_busy_here = self.in_batch or (main is not None and main.in_transaction)
         return self.synchronous == "FULL" and not is_busy_here
 
     @property
     def in_batch(self) -> bool:
         """Whether this thread is inside batch()."""
-        return bool(getattr(self._local, "batch", False))
+        return self._local.batch
 
     def transaction(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
         """A transaction (BEGIN IMMEDIATE: a write; DEFERRED: a read), or this thread's batch."""
@@ -160,8 +160,18 @@ class SqliteConnections:
             for _, conn in self._all:
                 conn.close()
             self._all.clear()
-        self._local = threading.local()
+        self._local = _Local()
         self._shared = None
+
+
+class _Local(threading.local):
+    """A thread's connections and whether it is inside batch(), with class defaults (an
+    attribute a thread never set is read without an AttributeError behind getattr)."""
+
+    conn: sqlite3.Connection | None = None
+    unflushed: sqlite3.Connection | None = None
+    batch = False
+    depth = 0  # connection() blocks open, nested
 
 
 class _Using:
@@ -188,7 +198,7 @@ class _Using:
                 self.conn = c._shared
                 return self.conn
             slot = "conn" if self._flushed or not c._may_skip_flush() else "unflushed"
-            conn = getattr(c._local, slot, None)
+            conn: sqlite3.Connection | None = getattr(c._local, slot)
             if conn is None:
                 conn = c._connect(threading.current_thread(), flushed=slot == "conn")
                 setattr(c._local, slot, conn)
@@ -199,7 +209,7 @@ class _Using:
                 raise
             raise failed from exc
         self.conn, self.slot = conn, slot
-        self.depth = getattr(c._local, "depth", 0)  # connection() blocks may nest
+        self.depth = c._local.depth  # connection() blocks may nest
         c._local.depth = self.depth + 1
         return conn
 
