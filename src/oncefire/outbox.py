@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -18,8 +19,9 @@ log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1024)
-def _pattern(text: str) -> Pattern:
-    return Pattern.parse(text)
+def _pattern(text: str) -> re.Pattern[str]:
+    """The regular expression of a document pattern (Pattern.regex)."""
+    return Pattern.parse(text).regex()
 
 
 def _matching(
@@ -37,7 +39,7 @@ def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None
     if record.kind == "row":  # data, when given, lets a column filter see what changed
         return row_matches(record.source, event_type, source, data)
     if record.kind == "document":
-        return _pattern(record.source).match(source) is not None
+        return _pattern(record.source).fullmatch(source) is not None
     return record.source == source
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oncefire.errors import InvalidPathError, InvalidPatternError, OncefireError
 from oncefire.paths import (
@@ -142,3 +144,18 @@ def test_a_multi_segment_wildcard_does_not_match_other_paths(pattern: str, path:
 def test_star_segments_are_refused_with_a_sentence(bad: str, hint: str) -> None:
     with pytest.raises(InvalidPatternError, match=hint):
         Pattern.parse(bad)
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "a.b", "{x}", "{y}", "{r=**}"]), min_size=1, max_size=5),
+    st.lists(st.sampled_from(["a", "b", "a.b", "axb", ""]), min_size=0, max_size=7),
+)
+def test_a_patterns_regex_takes_exactly_the_paths_it_matches(
+    segments: list[str], parts: list[str]
+) -> None:
+    try:
+        pattern = Pattern.parse("/".join(segments), depth="any")
+    except InvalidPatternError:
+        return  # a wildcard named twice, or two {r=**}
+    path = "/".join(parts)
+    assert (pattern.regex().fullmatch(path) is not None) == (pattern.match(path) is not None)
