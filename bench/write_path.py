@@ -8,9 +8,10 @@ raw commits.
 
 One writer, one transaction per write, durable settings (SQLite synchronous=FULL in WAL
 mode, as oncefire opens it; PostgreSQL synchronous_commit on). No worker runs meanwhile.
-The three are measured alternately in each run, after 100 untimed writes of each. Then the
-b-trees each kind of write touches are measured from what the store wrote (bench/btrees.py)
-and, on SQLite, the cost of a commit by the b-trees it writes (bench/commit_pages.py).
+The four are measured in turn, 100 writes of one at a time (the order reversed every round),
+after 100 untimed writes of each. Then the b-trees each kind of write touches are measured
+from what the store wrote (bench/btrees.py) and, on SQLite, the cost of a commit by the
+b-trees it writes (bench/commit_pages.py).
 
     python bench/write_path.py --store sqlite --writes 3000 --runs 3
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import commit_pages
@@ -32,6 +35,7 @@ from plain_sql import PlainSqlWriter
 from oncefire import codec
 
 WARMUP = 100
+CHUNK = 100  # writes of one kind in a row
 
 
 class RawWriter:
@@ -144,6 +148,25 @@ def main() -> None:
     write_json(args.json, result)
 
 
+def prefixed(write: Callable[[int, str], float], head: str, count: int, prefix: str) -> float:
+    """A writer's write with its keys' prefix set apart (two writers share a table)."""
+    return write(count, head + prefix)
+
+
+def alternated(
+    writers: dict[str, Callable[[int, str], float]], count: int, prefix: str
+) -> dict[str, float]:
+    """Each writer's rate over `count` writes, written CHUNK at a time in turn, the order
+    reversed every round."""
+    seconds = dict.fromkeys(writers, 0.0)
+    order = list(writers)
+    for n, start in enumerate(range(0, count, CHUNK)):
+        size = min(CHUNK, count - start)
+        for name in order if n % 2 == 0 else order[::-1]:
+            seconds[name] += size / writers[name](size, f"{prefix}{n}-")
+    return {name: count / spent for name, spent in seconds.items()}
+
+
 def measure(t: Target, args: argparse.Namespace) -> dict[str, Any]:
     """The write path's figures on one store, as main's options ask."""
     raw_rates: list[float] = []
@@ -163,26 +186,28 @@ def measure(t: Target, args: argparse.Namespace) -> dict[str, Any]:
             plain.write(WARMUP, f"w{run}-")
             least.write(WARMUP, f"least-w{run}-")
             oncefire_writes(app, WARMUP, f"w{run}-")
-            # Alternate halves so drift on a shared machine hits all four alike.
-            half = args.writes // 2
-            rest = args.writes - half
-            r1 = raw.write(half, f"a{run}-")
-            l1 = least.write(half, f"least-a{run}-")
-            p1 = plain.write(half, f"a{run}-")
-            d1 = oncefire_writes(app, half, f"a{run}-")
-            d2 = oncefire_writes(app, rest, f"b{run}-")
-            p2 = plain.write(rest, f"b{run}-")
-            l2 = least.write(rest, f"least-b{run}-")
-            r2 = raw.write(rest, f"b{run}-")
+            # Chunks of CHUNK writes in turn, the order reversed every round, so drift on a
+            # shared machine (a disk's flush time wanders by a tenth within seconds) hits all
+            # four alike.
+            rates = alternated(
+                {
+                    "raw": raw.write,
+                    "least": partial(prefixed, least.write, "least-"),
+                    "plain": plain.write,
+                    "oncefire": partial(oncefire_writes, app),
+                },
+                args.writes,
+                f"a{run}-",
+            )
         finally:
             raw.close()
             plain.close()
             least.close()
             app.close()
-        raw_rates.append(2 / (1 / r1 + 1 / r2))
-        plain_rates.append(2 / (1 / p1 + 1 / p2))
-        least_rates.append(2 / (1 / l1 + 1 / l2))
-        doc_rates.append(2 / (1 / d1 + 1 / d2))
+        raw_rates.append(rates["raw"])
+        plain_rates.append(rates["plain"])
+        least_rates.append(rates["least"])
+        doc_rates.append(rates["oncefire"])
         log(
             f"write path on {t.label}, run {run + 1}/{args.runs}: raw {raw_rates[-1]:,.0f}/s,"
             f" document and event only {least_rates[-1]:,.0f}/s"
