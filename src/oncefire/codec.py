@@ -18,6 +18,9 @@ _TIME_TAG = "$time"
 _TIME_TAG_BYTES = _TIME_TAG.encode()
 
 
+_AS_IS = frozenset({str, int, bool})  # exact types JSON holds as they are (a float: if finite)
+
+
 def _encode_value(value: Any, where: str) -> Any:
     if value is None or isinstance(value, bool | str | int):
         return value
@@ -46,7 +49,9 @@ def _encode_value(value: Any, where: str) -> Any:
                 raise InvalidDocumentError(
                     f"Field {where or '<root>'} has key {key!r}: field names must be strings."
                 )
-            out[key] = _encode_value(item, f"{where}.{key}" if where else key)
+            # Most fields are text, whole numbers, booleans or null: kept without a call.
+            is_plain = item is None or type(item) in _AS_IS
+            out[key] = item if is_plain else _encode_value(item, f"{where}.{key}" if where else key)
         return out
     if isinstance(value, list | tuple):
         return [_encode_value(item, f"{where}[{i}]") for i, item in enumerate(value)]

@@ -43,7 +43,13 @@ def _transform(current: Any, value: Any, now: float) -> Any:
     return value
 
 
+# Values no transform changes, told by their exact type (a write's fields are mostly these).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _resolve(value: Any, now: float) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if value is DELETE_FIELD:
         raise InvalidDocumentError("DELETE_FIELD is allowed only in update() or set(merge=True).")
     if isinstance(value, dict):
