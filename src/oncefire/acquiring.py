@@ -51,6 +51,11 @@ def spec_of(trigger: Trigger) -> IdempotencySpec | None:
     return spec if spec is not None and spec.key is by_event_id else None
 
 
+def _registered_spec(rt: Runtime, function: str) -> IdempotencySpec | None:
+    """spec_of a function registered in this process (None if it is not, or has none)."""
+    return spec_of(rt.triggers[function]) if function in rt.triggers else None
+
+
 def token_start(delivery_id: int, attempt: int) -> str:
     """How the token of a record acquired with a delivery's lease starts."""
     return f"{delivery_id}.{attempt}."
@@ -104,7 +109,7 @@ def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
     over, at the latest (None: its function has none). It was acquired with the lease, at
     least the worker's lease (settings.lease) before now, for the @idempotent lease; then
     TAKE_OVER_AFTER lets its holder, perhaps alive, complete it first."""
-    spec = spec_of(rt.triggers[item.function]) if item.function in rt.triggers else None
+    spec = _registered_spec(rt, item.function)
     if spec is None:
         return None
     return now + max(0.0, spec.lease - rt.settings.lease) + TAKE_OVER_AFTER
@@ -115,7 +120,7 @@ def release_rescued(rt: Runtime, items: Sequence[Leased]) -> None:
     started, handed back to run again uncharged."""
     held = []
     for item in items:
-        spec = spec_of(rt.triggers[item.function]) if item.function in rt.triggers else None
+        spec = _registered_spec(rt, item.function)
         if spec is not None:
             key = record_key(item.function, spec.helper, item.event.id)
             held.append((key, token_start(item.lease.delivery_id, item.attempt)))
