@@ -387,7 +387,7 @@ class SqliteStore(SqlStore):
             time.sleep(timeout)
             return
         if self._watch is None:
-            self._watch = FileWatch(self.path + "-wal")
+            self._watch = FileWatch(self.path + "-wal", wake=self.connections.wake)
         self._watch.wait(timeout)
 
 

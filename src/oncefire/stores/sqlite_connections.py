@@ -16,6 +16,7 @@ from typing import Any
 from oncefire.errors import StoreError, StoreUnavailableError
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row, expand_lists
+from oncefire.stores.filewatch import WakeFile
 
 # The longest a writer waits for the lock. An app's store waits less when its settings need
 # it (SqliteConnections.wait_limit): a worker waiting for the lock must still renew in time.
@@ -38,6 +39,8 @@ class SqliteConnections:
         self._all_lock = threading.Lock()
         self.wait_limit: float | None = None
         """The most seconds a writer waits for the lock (None: BUSY_TIMEOUT_MS alone)."""
+        self.wake = None if is_memory else WakeFile(path)
+        """Written when a write commits while a worker sleeps (filewatch.py)."""
 
     @property
     def busy_wait(self) -> float:
@@ -160,6 +163,8 @@ class SqliteConnections:
             for _, conn in self._all:
                 conn.close()
             self._all.clear()
+        if self.wake is not None:
+            self.wake.close()
         self._local = _Local()
         self._shared = None
 
@@ -234,7 +239,7 @@ class _Transaction:
     """A transaction() block outside a batch, on this thread's connection (a class for the
     reason _Using is one)."""
 
-    __slots__ = ("_mode", "_using", "conn")
+    __slots__ = ("_changes", "_mode", "_using", "conn")
 
     def __init__(self, connections: SqliteConnections, mode: str) -> None:
         self._using = _Using(connections, True)
@@ -245,6 +250,7 @@ class _Transaction:
         try:
             faults.before("begin")
             begin(conn, self._mode, self._using._connections.busy_wait)
+            self._changes = conn.total_changes
             faults.after("begin")
         except BaseException as exc:
             try:
@@ -281,6 +287,9 @@ class _Transaction:
                 StoreUnavailableError if isinstance(exc, sqlite3.OperationalError) else StoreError
             )
             raise failed(f"Commit to the SQLite store failed: {exc}.") from exc
+        wake = self._using._connections.wake
+        if wake is not None and self.conn.total_changes != self._changes:
+            wake.committed()  # a transaction that changed no row wakes no one
         faults.after("commit")  # committed, yet the caller is told it failed
 
     def _roll_back(self) -> None:
