@@ -106,7 +106,9 @@ class WakeFile:
         shared = self._map if self._opened else self._open()
         with suppress(OSError, ValueError):  # ValueError: closed meanwhile (the store's close)
             if shared is not None and shared[0]:
-                os.pwrite(self._fd, b"\0", 0)
+                with self._lock:  # not to a number close() gave back, now another file's
+                    if self._map is shared:
+                        os.pwrite(self._fd, b"\0", 0)
 
     def close(self) -> None:
         """Let go of the file (the next use opens it again)."""
