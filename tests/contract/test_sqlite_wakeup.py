@@ -99,6 +99,47 @@ def test_a_write_to_the_wal_waits_for_the_wake_file_of_its_commit(
     keep_open.close()
 
 
+def test_a_wake_as_soon_as_the_wait_began_waits_the_grace(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Writes flowing: a worker woken as soon as it went to sleep lets the writer's next write
+    # take the lock first (the grace), rather than make it nap in SQLite's busy handler.
+    monkeypatch.setattr(filewatch, "FLOWING", 60.0)  # every wake comes "as soon as"
+    monkeypatch.setattr(filewatch, "GRACE", 0.5)
+    watch = FileWatch(db + "-wal", wake=WakeFile(db))
+    waiter = threading.Thread(target=watch.wait, args=(60.0,))
+    waiter.start()
+    wait_until_marked(db)
+    WakeFile(db).committed()
+    waiter.join(0.1)
+    assert waiter.is_alive()  # woken, and waiting the grace
+    waiter.join(BOUND)
+    assert not waiter.is_alive()  # the grace has passed (the timeout is 60 s)
+    watch.close()
+
+
+def test_a_wake_written_as_the_waiter_goes_to_sleep_is_not_lost(db: str) -> None:
+    # The waiter forgets earlier writes before it marks the file, not after: a writer that
+    # commits the moment the mark is made wakes it.
+    sleeper, writer = WakeFile(db), WakeFile(db)
+    writer.committed()  # makes the file
+    mark = sleeper.sleeping
+
+    def mark_then_commit() -> None:
+        mark()
+        writer.committed()  # another process's commit, at that very moment
+
+    sleeper.sleeping = mark_then_commit  # type: ignore[method-assign]
+    watch = FileWatch(db + "-wal", wake=sleeper)
+    waiter = threading.Thread(target=watch.wait, args=(60.0,))
+    waiter.start()
+    waiter.join(BOUND)
+    assert not waiter.is_alive()
+    watch.close()
+    for wake in (sleeper, writer):
+        wake.close()
+
+
 def test_a_commit_writes_the_wake_file_only_while_a_worker_sleeps(db: str) -> None:
     sleeper, writer = WakeFile(db), WakeFile(db)
     writer.committed()  # makes the file

@@ -9,7 +9,10 @@ write would find the lock still held, and sleep in SQLite's busy handler (1 ms a
 oncefire's own writers also write the wake file once their commit has returned, while a
 worker sleeps (WakeFile): a write to the WAL ends the wait only after GRACE, unless the wake
 file is written first, so a worker woken by oncefire's writes finds the lock free, and one
-woken by another program's waits no longer than SQLite's first nap would have made it.
+woken by another program's waits no longer than SQLite's first nap would have made it. A
+wake that comes within FLOWING of the wait's start (writes are flowing) waits GRACE too: a
+worker that took the lock at once would make the writer's next write nap in SQLite's busy
+handler, where a moment later its turn takes that write's event as well.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from contextlib import suppress
 
 POLL = 0.02  # seconds between looks at the WAL file when inotify is unavailable
 GRACE = 0.001  # seconds a write to the WAL waits for the wake file (SQLite's first nap)
+FLOWING = 0.002  # a wake this soon after the wait began: writes are flowing (see wait)
 _IN_MODIFY, _IN_CREATE = 0x2, 0x100
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
 _HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
@@ -152,8 +156,10 @@ class FileWatch:
     def wait(self, timeout: float) -> None:
         """Return when the file is written (by anyone) or after timeout seconds."""
         deadline = time.monotonic() + timeout
+        if self._fd is not None:
+            self._changed()  # forget writes made before we started waiting (our own, mostly)
         if self.wake is not None:
-            self.wake.sleeping()
+            self.wake.sleeping()  # after: a wake written from here on is seen
         if self._fd is None:
             watched = [self.path] if self.wake is None else [self.path, self.wake.path]
             before = [_stat(path) for path in watched]
@@ -162,17 +168,21 @@ class FileWatch:
                 if [_stat(path) for path in watched] != before:
                     return
             return
-        self._changed()  # forget writes made before we started waiting (our own, mostly)
+        began = time.monotonic()
         while (left := deadline - time.monotonic()) > 0:
             readable, _, _ = select.select([self._fd], [], [], left)
             if not readable:
                 continue
             found, woken = self._changed()
-            if woken:
+            now = time.monotonic()
+            if woken and now - began >= FLOWING:
                 return
-            if found:  # the commit may not be complete yet: wait a little for its wake
+            if found or woken:
+                # The commit may not be complete yet: wait a little for its wake. A wake that
+                # came as soon as the wait began (writes are flowing) waits as long: the
+                # writer's next write goes first, and this worker's turn takes both.
                 grace = GRACE if self.wake is not None else 0.0
-                deadline = min(deadline, time.monotonic() + grace)
+                deadline = min(deadline, now + grace)
 
     def close(self) -> None:
         """Stop watching."""
