@@ -1,8 +1,9 @@
 """History: one event with every delivery's attempts, a function's recent attempts, its
-failures per hour, the pending backlog and dead letters grouped by error."""
+failures per hour, the pending backlog, dead letters grouped by error, and the totals."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from oncefire.buckets import HOUR, hour_of
 from oncefire.errors import ConfigError, EventNotFoundError
 from oncefire.redaction import redact
 from oncefire.stores import dashboard_queries as q
+from oncefire.totals import FunctionTotals, fold
 
 if TYPE_CHECKING:
     from oncefire.runtime import Runtime
@@ -155,6 +157,16 @@ class History:
             age = None if r["oldest_due"] is None else now - r["oldest_due"]
             out[r["function"]] = Backlog(int(r["pending"]), age)
         return out
+
+    def totals(self, functions: Iterable[str] = ()) -> dict[str, FunctionTotals]:
+        """What each function has counted since the store began, never purged (the counters
+        of /metrics); each of `functions` is there, at zero if it counted nothing yet."""
+        found = q.rows(self._rt.store, "metric_totals")
+        rows = (
+            (r["function"], r["kind"], int(r["bin"]), int(r["count"]), float(r["duration_sum"]))
+            for r in found
+        )
+        return fold(rows, functions)
 
     def dead_letter_groups(self, function: str, limit: int = 20) -> list[ErrorGroup]:
         """A function's dead letters grouped by their error's first line, largest first."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from oncefire.errors import ConfigError
@@ -79,3 +79,16 @@ def idle_wait(poll: float, rates: Mapping[str, RateLimit], tokens: Mapping[str, 
         if not available(tokens[n])
     ]
     return min([poll, *waits])
+
+
+def waited(limit: RateLimit, tokens: float, refilled_at: float, run_ats: Iterable[float]) -> int:
+    """How many of the deliveries a lease takes had to wait for the rate limit. The bucket held
+    `tokens` when it was last spent from (`refilled_at`) and has only refilled since, so the
+    i-th token this lease spends came (i - tokens) / rate seconds after; the earliest due
+    delivery spends the first, and one due before its token came waited for it."""
+    count = 0
+    for i, run_at in enumerate(sorted(run_ats), start=1):
+        short = i - ROUNDING - tokens  # what the bucket lacked of its i-th token then
+        if short > 0 and run_at < refilled_at + short / limit.per_second:
+            count += 1
+    return count

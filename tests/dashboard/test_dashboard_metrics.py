@@ -1,28 +1,43 @@
-"""/metrics after a known workload: every figure exact, parsed as Prometheus reads it."""
+"""/metrics after a known workload: counters that count exactly what happened and never go
+down, a cumulative duration histogram, gauges for now; parsed as Prometheus reads it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from dashboard_shop import build
-from oncefire import idempotent
+from oncefire import App, Increment, idempotent
 from oncefire.dashboard import create_app
+from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
 
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
-def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample by (name, sorted labels)."""
+
+def scrape(app: App) -> Samples:
+    """Every sample of GET /metrics by (name, sorted labels)."""
+    response = TestClient(create_app(app, allowed_hosts=["testserver"])).get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
     out = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(response.text):
         for sample in family.samples:
             out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return out
 
 
-def test_metrics_count_a_known_workload_exactly(store_url: str, clock: TestClock) -> None:
+def of(function: str, **labels: str) -> tuple[tuple[str, str], ...]:
+    """The sorted labels of a function's sample."""
+    return tuple(sorted({"function": function, **labels}.items()))
+
+
+def test_counters_count_attempts_dead_letters_and_the_gauges_say_now(
+    store_url: str, clock: TestClock
+) -> None:
     shop = build(store_url, clock)
     try:
         shop.succeed(2)
@@ -30,30 +45,50 @@ def test_metrics_count_a_known_workload_exactly(store_url: str, clock: TestClock
         shop.app.db.document("orders/o1").set({"n": 1})
         shop.app.db.document("orders/o2").set({"n": 2})
         clock.advance(30)
-        response = TestClient(create_app(shop.app, allowed_hosts=["testserver"])).get("/metrics")
+        got = scrape(shop.app)
     finally:
         shop.app.close()
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain")
-    got = scrape(response.text)
-    w = ("window", "3600")
-    assert got[("oncefire_attempts", (("function", "charge"), ("outcome", "succeeded"), w))] == 2
-    assert got[("oncefire_attempts", (("function", "charge"), ("outcome", "failed"), w))] == 3
-    assert got[("oncefire_dead_letters", (("function", "charge"),))] == 3
-    assert got[("oncefire_dead_letters", (("function", "ship"),))] == 0
-    assert got[("oncefire_deliveries", (("function", "charge"), ("state", "dead")))] == 3
-    assert got[("oncefire_deliveries", (("function", "ship"), ("state", "pending")))] == 2
-    assert got[("oncefire_backlog", (("function", "ship"),))] == 2
-    assert got[("oncefire_oldest_pending_age_seconds", (("function", "ship"),))] == 30
-    histogram = (("function", "charge"), w)
-    assert got[("oncefire_attempt_duration_seconds_count", histogram)] == 5
-    assert (
-        got[("oncefire_attempt_duration_seconds_bucket", (*histogram[:1], ("le", "0.01"), w))] == 5
-    )
-    assert not any(name == "oncefire_rescues" for name, _ in got)  # no worker died
+    charge = of("charge")
+    assert got[("oncefire_attempts_total", of("charge", outcome="succeeded"))] == 2
+    assert got[("oncefire_attempts_total", of("charge", outcome="failed"))] == 3
+    assert got[("oncefire_attempts_total", of("charge", outcome="timeout"))] == 0  # set out
+    assert got[("oncefire_attempts_total", of("ship", outcome="succeeded"))] == 0
+    assert got[("oncefire_deliveries_dead_lettered_total", charge)] == 3
+    assert got[("oncefire_deliveries_dead_lettered_total", of("ship"))] == 0
+    assert got[("oncefire_rescues_total", charge)] == 0  # no worker died
+    assert got[("oncefire_dead_letters", charge)] == 3
+    assert got[("oncefire_deliveries", of("charge", state="dead"))] == 3
+    assert got[("oncefire_deliveries", of("ship", state="pending"))] == 2
+    assert got[("oncefire_backlog", of("ship"))] == 2
+    assert got[("oncefire_backlog", charge)] == 0  # listed, at zero: nothing pending
+    assert got[("oncefire_oldest_pending_age_seconds", of("ship"))] == 30
+    # The test clock stands still while a function runs: every attempt took 0 s.
+    assert got[("oncefire_attempt_duration_seconds_count", charge)] == 5
+    assert got[("oncefire_attempt_duration_seconds_bucket", of("charge", le="0.001"))] == 5
+    assert got[("oncefire_attempt_duration_seconds_bucket", of("charge", le="+Inf"))] == 5
+    assert not [labels for _, labels in got if "window" in dict(labels)]
 
 
-def test_metrics_count_rescues_of_deliveries_whose_worker_died(
+def test_a_dead_letter_replayed_and_failing_again_is_counted_again(
+    store_url: str, clock: TestClock
+) -> None:
+    shop = build(store_url, clock)
+    try:
+        shop.fail(1)
+        (letter,) = shop.app.dead_letters.list()
+        shop.app.dead_letters.replay(letter.id)
+        shop.app.drain()
+        (again,) = shop.app.dead_letters.list()
+        shop.app.dead_letters.dismiss(again.id)
+        got = scrape(shop.app)
+    finally:
+        shop.app.close()
+    assert got[("oncefire_deliveries_dead_lettered_total", of("charge"))] == 2
+    assert got[("oncefire_dead_letters", of("charge"))] == 0  # the gauge: none now
+    assert got[("oncefire_attempts_total", of("charge", outcome="failed"))] == 2
+
+
+def test_counters_count_rescues_of_deliveries_whose_worker_died(
     store_url: str, clock: TestClock
 ) -> None:
     shop = build(store_url, clock)
@@ -68,23 +103,15 @@ def test_metrics_count_rescues_of_deliveries_whose_worker_died(
         assert shop.app.store.start([c.lease for c in leased], now)
         clock.advance(60)  # its lease ran out: the next worker rescues it
         shop.app.drain()
-        text = TestClient(create_app(shop.app, allowed_hosts=["testserver"])).get("/metrics").text
+        got = scrape(shop.app)
     finally:
         shop.app.close()
-    got = scrape(text)
-    assert got[("oncefire_rescues", (("function", "ship"), ("window", "3600")))] == 1
-    assert (
-        got[
-            (
-                "oncefire_attempts",
-                (("function", "ship"), ("outcome", "crashed"), ("window", "3600")),
-            )
-        ]
-        == 1
-    )
+    assert got[("oncefire_rescues_total", of("ship"))] == 1
+    assert got[("oncefire_attempts_total", of("ship", outcome="crashed"))] == 1
+    assert got[("oncefire_attempts_total", of("ship", outcome="succeeded"))] == 1
 
 
-def test_metrics_count_dedupe_hits_and_unrouted_events_exactly(
+def test_counters_count_dedupe_hits_and_the_unrouted_gauge_stays(
     store_url: str, clock: TestClock
 ) -> None:
     shop = build(store_url, clock)
@@ -110,20 +137,79 @@ def test_metrics_count_dedupe_hits_and_unrouted_events_exactly(
         app.publish("nobody-listens", {"n": 1})
         app.publish("nobody-listens", {"n": 2})
         app.db.document("invoices/i1").set({"n": 3})
-        client = TestClient(create_app(app, allowed_hosts=["testserver"]))
-        got = scrape(client.get("/metrics").text)
-        # The hits leave the window (counted in hour buckets: their hour ends within two);
-        # the unrouted events are still kept.
-        clock.advance(2 * 3600 + 1)
-        later = scrape(client.get("/metrics").text)
+        got = scrape(app)
+        clock.advance(2 * 3600 + 1)  # counters do not slide out of a window
+        later = scrape(app)
     finally:
         app.close()
     assert len(sent) == 1
-    w = ("window", "3600")
-    assert got[("oncefire_dedupe_hits", (("function", "send_receipt"), w))] == 2
-    assert got[("oncefire_dedupe_hits", (("function", "add_points"), w))] == 1
-    assert sum(name == "oncefire_dedupe_hits" for name, _ in got) == 2  # none for charge, ship
+    assert got[("oncefire_dedupe_hits_total", of("send_receipt"))] == 2
+    assert got[("oncefire_dedupe_hits_total", of("add_points"))] == 1
+    assert got[("oncefire_dedupe_hits_total", of("charge"))] == 0
     # Unrouted: the two messages, invoices/i1, and the points document add_points wrote once.
     assert got[("oncefire_unrouted_events", ())] == 4
-    assert not any(name == "oncefire_dedupe_hits" for name, _ in later)
+    assert later[("oncefire_dedupe_hits_total", of("send_receipt"))] == 2
     assert later[("oncefire_unrouted_events", ())] == 4
+
+
+def test_counters_count_deliveries_that_waited_for_the_rate_limit(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app()
+    started: list[float] = []
+    app.on_document_created("mail/{m}", name="send", rate_limit="1/m")(
+        lambda event: started.append(clock.now())
+    )
+    for n in range(3):
+        app.db.document(f"mail/m{n}").set({"n": n})
+    app.drain()  # the first starts at once; the bucket (a burst of one) is then empty
+    clock.advance(60)
+    app.drain()  # the second had waited a minute for its token
+    clock.advance(60)
+    app.drain()  # and the third two
+    clock.advance(3600)  # the bucket fills again: the next one waits for nothing
+    app.db.document("mail/m3").set({"n": 3})
+    app.drain()
+    got = scrape(app)
+    assert len(started) == 4
+    assert got[("oncefire_deliveries_rate_limited_total", of("send"))] == 2
+    assert got[("oncefire_attempts_total", of("send", outcome="succeeded"))] == 4
+
+
+def test_counters_count_deliveries_a_stopped_loop_made_dead_letters(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app(max_event_depth=3)
+
+    @app.on_document_updated("counters/{c}")
+    def bump(event: Event) -> None:
+        app.db.document(event.source).update({"n": Increment(1)})
+
+    @app.on_document_updated("counters/{c}", retry=False)
+    def watch(event: Event) -> None:
+        raise RuntimeError("a dead letter of another kind")
+
+    ref = app.db.document("counters/c")
+    ref.set({"n": 0})
+    ref.update({"n": 1})
+    app.drain()
+    got = scrape(app)
+    # The event at depth 3 stopped the loop: a dead letter for each function it had.
+    assert got[("oncefire_deliveries_loop_stopped_total", of("bump"))] == 1
+    assert got[("oncefire_deliveries_loop_stopped_total", of("watch"))] == 1
+    assert got[("oncefire_deliveries_dead_lettered_total", of("bump"))] == 1
+    assert got[("oncefire_deliveries_dead_lettered_total", of("watch"))] == 4  # 3 failed
+    assert got[("oncefire_attempts_total", of("watch", outcome="failed"))] == 3
+
+
+def test_a_forgotten_functions_pending_deliveries_are_counted_as_dead_letters(
+    make_app: Callable[..., App], clock: TestClock
+) -> None:
+    app = make_app()
+    app.on_document_created("orders/{o}", name="ship")(lambda event: None)
+    for n in range(3):
+        app.db.document(f"orders/o{n}").set({"n": n})
+    other = make_app()  # an app that no longer defines ship forgets it
+    assert other.functions.forget("ship") == 3
+    got = scrape(other)
+    assert got[("oncefire_deliveries_dead_lettered_total", of("ship"))] == 3

@@ -199,7 +199,7 @@ def test_a_worker_given_a_metrics_port_exports_the_stores_figures(
         for n in range(3):
             app.db.document(f"orders/o{n}").set({"amount": n})
         wait_for("three charges", lambda: len(app.db.collection("charged").get()) == 3)
-        succeeded = 'oncefire_attempts{function="charge",outcome="succeeded",window="3600"} 3.0'
+        succeeded = 'oncefire_attempts_total{function="charge",outcome="succeeded"} 3.0'
         wait_for("the export to count them", lambda: succeeded in httpx.get(found.group(1)).text)
         assert len(listening_sockets(worker.tree())) == 1  # the exporter, and no HTTP function
     finally:

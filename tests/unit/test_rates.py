@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oncefire.rates import RateLimit, available, refill
+from oncefire.rates import RateLimit, available, refill, waited
 from oncefire.testing import TestClock
 
 
@@ -30,3 +30,20 @@ def test_an_empty_hourly_bucket_releases_one_token_a_second() -> None:
         released.append(available(tokens))
         tokens -= available(tokens)  # each whole token starts one delivery
     assert released == [0, 1] * 5
+
+
+def test_a_delivery_due_before_its_token_came_waited_for_the_rate_limit() -> None:
+    rate = RateLimit.parse("1/m")  # a token every 60 s, a burst of one
+    # The bucket was emptied at 100: its next token came at 160, the one after at 220.
+    assert waited(rate, 0.0, 100.0, [90.0]) == 1
+    assert waited(rate, 0.0, 100.0, [159.0]) == 1
+    assert waited(rate, 0.0, 100.0, [160.0]) == 0  # due when its token came: no wait
+    assert waited(rate, 0.0, 100.0, [90.0, 200.0]) == 2  # the second spends the 220 token
+    assert waited(rate, 0.0, 100.0, [90.0, 230.0]) == 1
+
+
+def test_a_delivery_that_found_a_token_waiting_did_not_wait() -> None:
+    rate = RateLimit.parse("60/m")  # a burst of six
+    assert waited(rate, 6.0, 100.0, [50.0] * 6) == 0  # six tokens were there at 100
+    assert waited(rate, 6.0, 100.0, [50.0] * 7) == 1  # the seventh came at 101
+    assert waited(rate, 0.5, 100.0, [100.2]) == 1  # half a token then: a whole one at 100.5

@@ -1,5 +1,9 @@
 """Prometheus metrics read from the store at scrape time: every figure is the shared store's,
-whichever process answers the scrape (the dashboard, or a worker's own exporter)."""
+whichever process answers the scrape (the dashboard, or a worker's own exporter).
+
+Counters (`_total`) and the duration histogram read the store's totals, which only grow:
+retention purges history, never them. Gauges are only for what is true now.
+"""
 
 from __future__ import annotations
 
@@ -8,90 +12,81 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from oncefire.app import App
-from oncefire.buckets import hour_of
 from oncefire.dashboard.views import known
 from oncefire.errors import ConfigError
+from oncefire.history import OUTCOMES
 from oncefire.stores import dashboard_queries as q
+from oncefire.totals import FunctionTotals
 
 log = logging.getLogger(__name__)
 
-BUCKETS = (("0.01", "le_0_01"), ("0.05", "le_0_05"), ("0.1", "le_0_1"), ("0.5", "le_0_5"),
-           ("1.0", "le_1"), ("5.0", "le_5"), ("30.0", "le_30"), ("60.0", "le_60"),
-           ("300.0", "le_300"))  # fmt: skip
+# Counters of one value a function: name, help, the FunctionTotals attribute they read.
+COUNTERS = (
+    ("oncefire_rescues", "Attempts counted crashed: their worker died while they ran.",
+     "rescues"),
+    ("oncefire_dedupe_hits", "Duplicates skipped by the idempotency helpers.", "dedupe_hits"),
+    ("oncefire_deliveries_dead_lettered", "Deliveries that became dead letters.",
+     "dead_letters"),
+    ("oncefire_deliveries_rate_limited",
+     "Deliveries that started later than they were due, waiting for the rate limit.",
+     "rate_limited"),
+    ("oncefire_deliveries_loop_stopped",
+     "Deliveries made dead letters at once: their event stopped a recursive loop.",
+     "loops_stopped"),
+)  # fmt: skip
 
 
 class StoreCollector(Collector):
-    """Deliveries, attempts, dead letters, backlog, durations, dedupe hits and unrouted events
-    of an app."""
+    """Counters of attempts, dead letters, rescues, dedupe hits, rate-limited and loop-stopped
+    deliveries; the duration histogram; gauges of deliveries, backlog and unrouted events."""
 
-    def __init__(self, app: App, window: float = 3600.0) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
-        self.window = window
 
-    def collect(self) -> Iterator[GaugeMetricFamily | HistogramMetricFamily]:
-        """Read the store once per scrape."""
-        store, now = self.app.store, self.app.clock.now()
-        since = now - self.window
-        span = f"{self.window:g}"
+    def collect(self) -> Iterator[Metric]:
+        """Read the store at each scrape."""
+        names = known(self.app)
+        totals = self.app.history.totals(names)
+        yield from _counters(totals)
+        yield _durations(totals)
+        yield from self._gauges(list(names))
+
+    def _gauges(self, names: list[str]) -> Iterator[Metric]:
         deliveries = GaugeMetricFamily(
-            "oncefire_deliveries", "Deliveries by function and state.", labels=["function", "state"]
-        )
-        for r in q.rows(store, "states_by_function"):
+            "oncefire_deliveries", "Deliveries by function and state now.",
+            labels=["function", "state"],
+        )  # fmt: skip
+        for r in q.rows(self.app.store, "states_by_function"):
             deliveries.add_metric([r["function"], r["state"]], int(r["n"]))
         yield deliveries
-        dead = GaugeMetricFamily("oncefire_dead_letters", "Dead letters.", labels=["function"])
-        for name in known(self.app):
+        dead = GaugeMetricFamily("oncefire_dead_letters", "Dead letters now.", labels=["function"])
+        for name in names:
             dead.add_metric([name], self.app.dead_letters.count(name))
         yield dead
-        attempts = GaugeMetricFamily(
-            "oncefire_attempts",
-            "Attempts that ended in the last `window` seconds, by function and outcome.",
-            labels=["function", "outcome", "window"],
+        backlog = GaugeMetricFamily(
+            "oncefire_backlog", "Pending deliveries now.", labels=["function"]
         )
-        rescues = GaugeMetricFamily(
-            "oncefire_rescues",
-            "Attempts counted as crashed (their worker died) in the last `window` seconds.",
-            labels=["function", "window"],
-        )
-        for r in q.rows(store, "bucket_outcomes_since", since_hour=hour_of(since)):
-            attempts.add_metric([r["function"], r["outcome"], span], int(r["n"]))
-            if r["outcome"] == "crashed":
-                rescues.add_metric([r["function"], span], int(r["n"]))
-        yield attempts
-        yield rescues
-        backlog = GaugeMetricFamily("oncefire_backlog", "Pending deliveries.", labels=["function"])
         age = GaugeMetricFamily(
             "oncefire_oldest_pending_age_seconds",
-            "How long the oldest due pending delivery has waited.",
+            "How long the oldest due pending delivery has waited, now.",
             labels=["function"],
         )
-        for name, b in self.app.history.backlog().items():
-            backlog.add_metric([name], b.pending)
-            age.add_metric([name], b.oldest_age or 0.0)
+        waiting = self.app.history.backlog()
+        for name in sorted({*names, *waiting}):
+            b = waiting.get(name)
+            backlog.add_metric([name], b.pending if b else 0)
+            age.add_metric([name], (b.oldest_age if b else None) or 0.0)
         yield backlog
         yield age
-        durations = HistogramMetricFamily(
-            "oncefire_attempt_duration_seconds",
-            "Durations of the attempts that ended in the last `window` seconds.",
-            labels=["function", "window"],
-        )
-        for r in q.rows(store, "durations_since", since_hour=hour_of(since)):
-            buckets = [(bound, int(r[column] or 0)) for bound, column in BUCKETS]
-            buckets.append(("+Inf", int(r["n"])))
-            durations.add_metric([r["function"], span], buckets, float(r["total"] or 0.0))
-        yield durations
-        dedupe = GaugeMetricFamily(
-            "oncefire_dedupe_hits",
-            "Duplicates skipped by the idempotency helpers in the last `window` seconds.",
-            labels=["function", "window"],
-        )
-        for r in q.rows(store, "dedupe_since", since_hour=hour_of(since)):
-            dedupe.add_metric([r["function"], span], int(r["n"]))
-        yield dedupe
         yield GaugeMetricFamily(
             "oncefire_unrouted_events",
             "Events no function has taken yet (kept for unrouted_retention).",
@@ -99,23 +94,54 @@ class StoreCollector(Collector):
         )
 
 
-def _registry(app: App, window: float) -> CollectorRegistry:
+def _counters(totals: dict[str, FunctionTotals]) -> Iterator[Metric]:
+    attempts = CounterMetricFamily(
+        "oncefire_attempts", "Attempts that ended, by function and outcome.",
+        labels=["function", "outcome"],
+    )  # fmt: skip
+    for name, t in totals.items():
+        for outcome in sorted({*OUTCOMES, *t.attempts}):
+            attempts.add_metric([name, outcome], t.attempts.get(outcome, 0))
+    yield attempts
+    for metric, text, attribute in COUNTERS:
+        counter = CounterMetricFamily(metric, text, labels=["function"])
+        for name, t in totals.items():
+            counter.add_metric([name], getattr(t, attribute))
+        yield counter
+
+
+def _durations(totals: dict[str, FunctionTotals]) -> HistogramMetricFamily:
+    durations = HistogramMetricFamily(
+        "oncefire_attempt_duration_seconds", "Durations of the attempts that ended.",
+        labels=["function"],
+    )  # fmt: skip
+    for name, t in totals.items():
+        buckets = [(_bound(bound), count) for bound, count in t.cumulative()]
+        durations.add_metric([name], buckets, t.duration_sum)
+    return durations
+
+
+def _bound(seconds: float) -> str:
+    return "+Inf" if seconds == float("inf") else repr(seconds)
+
+
+def _registry(app: App) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(app, window))
+    registry.register(StoreCollector(app))
     return registry
 
 
-def exposition(app: App, window: float = 3600.0) -> bytes:
+def exposition(app: App) -> bytes:
     """The metrics of an app in Prometheus's text format."""
-    return generate_latest(_registry(app, window))
+    return generate_latest(_registry(app))
 
 
 @contextmanager
-def serving_metrics(app: App, host: str, port: int, window: float = 3600.0) -> Iterator[int]:
+def serving_metrics(app: App, host: str, port: int) -> Iterator[int]:
     """GET /metrics of app on host:port (a worker's own scrape target: `oncefire worker
     --metrics-port`) while the block runs; yields the port (port 0: a free one)."""
     try:
-        server, thread = start_http_server(port, addr=host, registry=_registry(app, window))
+        server, thread = start_http_server(port, addr=host, registry=_registry(app))
     except OSError as exc:
         raise ConfigError(f"Cannot serve metrics on {host}:{port}: {exc.strerror or exc}.") from exc
     log.info("metrics on http://%s:%d/metrics", host, server.server_port)

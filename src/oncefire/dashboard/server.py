@@ -33,7 +33,7 @@ async def healthz(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     """The store's figures in Prometheus's text format."""
     app: App = request.app.state.oncefire
-    body = exposition(app, request.app.state.metrics_window)
+    body = exposition(app)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
@@ -69,7 +69,6 @@ def create_app(
     tokens: Mapping[str, str] | None = None,
     allowed_hosts: Iterable[str] = (),
     refresh_seconds: float = 15.0,
-    metrics_window: float = 3600.0,
 ) -> Starlette:
     """The dashboard of an app. token: one secret (named "operator") or lines NAME=SECRET;
     tokens: {secret: name}. With neither, no sign-in is asked (bind it to 127.0.0.1 only)."""
@@ -93,7 +92,6 @@ def create_app(
     web.state.oncefire = app
     web.state.guard = the_guard
     web.state.refresh_seconds = refresh_seconds
-    web.state.metrics_window = metrics_window
     return web
 
 

@@ -9,7 +9,6 @@ URL names: no decision reads a replica.
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -260,7 +259,7 @@ class PostgresStore(SqlStore):
                     return []
                 rows = st.fetch("lease_due_capped" if capped else "lease_due", args)
                 if buckets is not None:
-                    buckets.spend(st, Counter(r[1] for r in rows))
+                    buckets.spend(st, [(r[1], r[13]) for r in rows])
         return [  # the events come in the lease's own statement
             Taken(Lease(r[0], token), r[1], r[2], now, r[3], r[11], r[12], StoredEvent(*r[3:11]))
             for r in rows

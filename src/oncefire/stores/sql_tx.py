@@ -3,6 +3,7 @@ the dialect subclasses read a document, load the catalogue and append events the
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from oncefire.paths import parent_of
 from oncefire.stores.base import FunctionEntry
 from oncefire.stores.catalog import Catalog, CatalogCache
 from oncefire.stores.connection import Statements
+from oncefire.totals import LOOP_STOPPED
 
 
 class SqlTx:
@@ -171,8 +173,13 @@ class SqlTx:
         )
 
     def bury_event(self, event_id: str, error: str, now: float) -> None:
-        """Make the pending deliveries of an event just appended dead letters, with error."""
-        self.statements.execute("bury_event", {"event_id": event_id, "error": error, "now": now})
+        """Make the pending deliveries of an event just appended dead letters, with error (a
+        loop stopped), and count them in the totals."""
+        args = {"event_id": event_id, "error": error, "now": now}
+        stopped = Counter(str(r[0]) for r in self.statements.fetch("bury_event", args))
+        rows = [{"function": f, "kind": LOOP_STOPPED, "count": n} for f, n in stopped.items()]
+        if rows:
+            self.statements.execute_many("add_to_total", rows)
 
     def mark_routed(self, event_id: str, from_state: str, to_state: str | None) -> bool:
         """Move an event's routing mark from from_state to to_state; False if it moved on."""

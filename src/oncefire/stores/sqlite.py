@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -244,7 +243,7 @@ class SqliteStore(SqlStore):
                 },
             )
             if buckets is not None:
-                buckets.spend(st, Counter(t[2] for t in taken))
+                buckets.spend(st, [(t[2], t[0]) for t in taken])
         return [
             Taken(Lease(d, token), f, n, now, e, replayed, is_solo=bool(solo))
             for _, d, f, n, e, replayed, solo in sorted(taken)

@@ -76,31 +76,11 @@ ORDER BY id DESC LIMIT %(limit)s
 SELECT id, at, actor, action, function, target, count, detail FROM oncefire_audit
 WHERE id < %(before)s ORDER BY id DESC LIMIT %(limit)s
 
--- name: bucket_outcomes_since
--- Attempts by function and outcome from the hour buckets (whole hours).
-SELECT function, outcome, sum(count) AS n FROM oncefire_buckets
-WHERE hour >= %(since_hour)s AND outcome != 'dedupe' GROUP BY function, outcome
-
 -- name: outcomes_since
 -- From the attempt rows (the alerts' windows are minutes, finer than a bucket).
 SELECT function, outcome, count(*) AS n FROM oncefire_attempts
 WHERE finished_at >= %(since)s GROUP BY function, outcome
 
--- name: durations_since
--- From the hour buckets (whole hours): a bin holds durations below its upper bound, so
--- "at most X" sums the bins up to X's (bins of oncefire.buckets.DURATION_BOUNDS).
-SELECT function, sum(count) AS n, sum(duration_sum) AS total,
-    sum(CASE WHEN bin <= 3 THEN count ELSE 0 END) AS le_0_01,
-    sum(CASE WHEN bin <= 5 THEN count ELSE 0 END) AS le_0_05,
-    sum(CASE WHEN bin <= 6 THEN count ELSE 0 END) AS le_0_1,
-    sum(CASE WHEN bin <= 8 THEN count ELSE 0 END) AS le_0_5,
-    sum(CASE WHEN bin <= 9 THEN count ELSE 0 END) AS le_1,
-    sum(CASE WHEN bin <= 11 THEN count ELSE 0 END) AS le_5,
-    sum(CASE WHEN bin <= 13 THEN count ELSE 0 END) AS le_30,
-    sum(CASE WHEN bin <= 14 THEN count ELSE 0 END) AS le_60,
-    sum(CASE WHEN bin <= 15 THEN count ELSE 0 END) AS le_300
-FROM oncefire_buckets WHERE hour >= %(since_hour)s AND outcome != 'dedupe'
-GROUP BY function
 -- name: states_by_function
 SELECT function, 'pending' AS state, count(*) AS n FROM oncefire_deliveries
 WHERE state = 'pending' GROUP BY function
@@ -108,6 +88,9 @@ UNION ALL SELECT function, 'running', count(*) FROM oncefire_deliveries
 WHERE state = 'running' GROUP BY function
 UNION ALL SELECT function, 'dead', count FROM oncefire_dead_counts WHERE count > 0
 
--- name: dedupe_since
-SELECT function, sum(count) AS n FROM oncefire_buckets
-WHERE hour >= %(since_hour)s AND outcome = 'dedupe' GROUP BY function
+-- name: metric_totals
+-- The totals that only grow (schema 27), summed over their shards: a few rows a function,
+-- whatever the history.
+SELECT function, kind, bin, sum(count) AS count, sum(duration_sum) AS duration_sum
+FROM oncefire_totals
+GROUP BY function, kind, bin

@@ -57,7 +57,7 @@ WITH due AS (
     RETURNING d.id, d.function, d.attempt, d.event_id, d.run_at, d.replayed_at, d.solo
 )
 SELECT t.id, t.function, t.attempt, e.id, e.type, e.source, e.time, e.data, e.size,
-    e.root_id, e.depth, t.replayed_at, t.solo
+    e.root_id, e.depth, t.replayed_at, t.solo, t.run_at
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id ORDER BY t.run_at, t.id;
 
 -- name: lease_due_capped
@@ -109,7 +109,7 @@ WITH due AS (
     RETURNING d.id, d.function, d.attempt, d.event_id, d.run_at, d.replayed_at, d.solo
 )
 SELECT t.id, t.function, t.attempt, e.id, e.type, e.source, e.time, e.data, e.size,
-    e.root_id, e.depth, t.replayed_at, t.solo
+    e.root_id, e.depth, t.replayed_at, t.solo, t.run_at
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id ORDER BY t.run_at, t.id;
 
 -- name: lock_function
@@ -147,6 +147,12 @@ WITH d AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT function, outcome, width_bucket(duration, %(bounds)s::float8[]), 1,
+        greatest(duration, 0) FROM a
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + 1,
+        duration_sum = k.duration_sum + excluded.duration_sum
 )
 SELECT id FROM d;
 
@@ -188,6 +194,13 @@ WITH x AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT function, 'succeeded', width_bucket(duration, %(bounds)b::float8[]) AS bin,
+        count(*), sum(greatest(duration, 0)) FROM a
+    GROUP BY function, bin
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + excluded.count,
+        duration_sum = k.duration_sum + excluded.duration_sum
 ), r AS (
     -- The @idempotent records the attempts completed (%(completions)s, as complete_records):
     -- written with their endings, not in a statement of their own.
@@ -229,6 +242,12 @@ WITH d AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT function, outcome, width_bucket(duration, %(bounds)s::float8[]), 1,
+        greatest(duration, 0) FROM a
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + 1,
+        duration_sum = k.duration_sum + excluded.duration_sum
 )
 SELECT id, CASE WHEN %(is_due)s THEN oncefire_wake('oncefire', id::text) END FROM d;
 
@@ -261,6 +280,12 @@ WITH d AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT function, outcome, width_bucket(duration, %(bounds)s::float8[]), 1,
+        greatest(duration, 0) FROM a
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + 1,
+        duration_sum = k.duration_sum + excluded.duration_sum
 ), t AS (
     UPDATE oncefire_events SET data = %(truncated)s::jsonb
     WHERE %(truncated)s::text IS NOT NULL AND id = (SELECT event_id FROM d) AND NOT EXISTS (SELECT 1 FROM oncefire_deliveries o
@@ -295,8 +320,21 @@ WITH d AS (
         max_number = greatest(k.max_number, excluded.max_number),
         reads_sum = k.reads_sum + excluded.reads_sum,
         writes_sum = k.writes_sum + excluded.writes_sum
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT function, outcome, width_bucket(duration, %(bounds)s::float8[]), 1,
+        greatest(duration, 0) FROM a
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + 1,
+        duration_sum = k.duration_sum + excluded.duration_sum
 )
 SELECT id FROM d;
+
+-- name: add_to_total
+-- Deliveries counted in the totals (schema 27) apart from an attempt: kind 'rate_limited' or
+-- 'loop_stopped'.
+INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+VALUES (%(function)s, %(kind)s, 0, %(count)s, 0)
+ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + excluded.count;
 
 -- name: release_leases
 -- The token is the state check, as in end_succeeded_many. %(is_solo)s: they were marked ahead

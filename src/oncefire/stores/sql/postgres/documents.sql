@@ -63,7 +63,7 @@ LEFT JOIN (
 -- name: bury_event
 -- An event that stops a loop: its deliveries are dead letters before any runs.
 UPDATE oncefire_deliveries SET state = 'dead', error = %(error)s, dead_at = %(now)s
-WHERE event_id = %(event_id)s AND state = 'pending';
+WHERE event_id = %(event_id)s AND state = 'pending' RETURNING function;
 
 -- name: add_deliveries
 WITH added AS (
@@ -86,12 +86,17 @@ ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,
 RETURNING 1;
 
 -- name: count_dedupe_hit
--- Counted in the hour bucket of its time (oncefire_dedupe_hits is kept for older stores'
--- rows only, until retention purges them).
-INSERT INTO oncefire_buckets AS k (function, hour, outcome, bin, count, duration_sum, cpu_sum,
-    max_number)
-VALUES (%(function)s, %(hour)s, 'dedupe', 0, 1, 0, 0, 0)
-ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1;
+-- Counted in the hour bucket of its time and in the totals (oncefire_dedupe_hits is kept for
+-- older stores' rows only, until retention purges them).
+WITH b AS (
+    INSERT INTO oncefire_buckets AS k (function, hour, outcome, bin, count, duration_sum,
+        cpu_sum, max_number)
+    VALUES (%(function)s, %(hour)s, 'dedupe', 0, 1, 0, 0, 0)
+    ON CONFLICT (function, hour, outcome, bin, shard) DO UPDATE SET count = k.count + 1
+)
+INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+VALUES (%(function)s, 'dedupe', 0, 1, 0)
+ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + 1;
 
 -- name: set_document
 -- A whole-document write and its event in one statement (migration 006).

@@ -56,7 +56,8 @@ SELECT set_config('oncefire.dead_counts', 'by_row', true);
 
 -- name: bury_pending_of
 -- A forgotten function's pending deliveries become dead letters: replayable, none destroyed.
--- The statement adds them to the counter with one upsert (after dead_counts_by_statement).
+-- The statement adds them to the counter and to the totals with one upsert each (after
+-- dead_counts_by_statement).
 WITH buried AS (
     UPDATE oncefire_deliveries SET state = 'dead', error = %(error)s, dead_at = %(now)s,
         error_group = %(error_group)s
@@ -64,6 +65,10 @@ WITH buried AS (
 ), counted AS (
     INSERT INTO oncefire_dead_counts (function, count) SELECT %(name)s, count(*) FROM buried
     ON CONFLICT (function) DO UPDATE SET count = oncefire_dead_counts.count + excluded.count
+), totals AS (
+    INSERT INTO oncefire_totals AS k (function, kind, bin, count, duration_sum)
+    SELECT %(name)s, 'dead_letter', 0, count(*), 0 FROM buried HAVING count(*) > 0
+    ON CONFLICT (function, kind, bin, shard) DO UPDATE SET count = k.count + excluded.count
 )
 SELECT count(*) FROM buried;
 

@@ -92,6 +92,13 @@ ON CONFLICT (function, hour, outcome, bin) DO UPDATE SET count = count + exclude
     max_number = max(max_number, excluded.max_number),
     reads_sum = reads_sum + excluded.reads_sum, writes_sum = writes_sum + excluded.writes_sum;
 
+-- name: add_to_total
+-- Deliveries counted in the totals (schema 27) apart from an attempt: kind 'rate_limited' or
+-- 'loop_stopped'. (Attempts and dedupe hits reach them by the hour buckets' triggers.)
+INSERT INTO oncefire_totals (function, kind, bin, count, duration_sum)
+VALUES (:function, :kind, 0, :count, 0)
+ON CONFLICT (function, kind, bin) DO UPDATE SET count = count + excluded.count;
+
 -- name: truncate_payload
 -- The full payload is not kept once no other delivery still needs it.
 UPDATE oncefire_events SET data = :truncated

@@ -50,7 +50,7 @@ VALUES (:event_id, :function, 'pending', :run_at, :created_at);
 -- name: bury_event
 -- An event that stops a loop: its deliveries are dead letters before any runs.
 UPDATE oncefire_deliveries SET state = 'dead', error = :error, dead_at = :now
-WHERE event_id = :event_id AND state = 'pending';
+WHERE event_id = :event_id AND state = 'pending' RETURNING function;
 
 -- name: add_delivery
 INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)
@@ -63,8 +63,8 @@ ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,
 RETURNING 1;
 
 -- name: count_dedupe_hit
--- Counted in the hour bucket of its time (oncefire_dedupe_hits is kept for older stores'
--- rows only, until retention purges them).
+-- Counted in the hour bucket of its time, and so in the totals (oncefire_dedupe_hits is kept
+-- for older stores' rows only, until retention purges them).
 INSERT INTO oncefire_buckets (function, hour, outcome, bin, count, duration_sum, cpu_sum,
     max_number)
 VALUES (:function, :hour, 'dedupe', 0, 1, 0, 0, 0)
