@@ -314,3 +314,87 @@ def test_installed_packages_and_oncefire_itself_are_not_followed(tmp_path: Path)
         """,
     )
     assert static(app) == []
+
+
+def test_a_retried_function_with_no_effect_has_nothing_to_guard(tmp_path: Path) -> None:
+    app = app_from(
+        tmp_path,
+        "quiet_app",
+        """
+        import logging
+
+        log = logging.getLogger(__name__)
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def nothing(event):
+            pass
+
+        @app.on_document_created("orders/{o}", max_instances=1, name="shout")
+        def shout(event):
+            print("new order", event.params["o"], event.data.get("amount"))
+
+        @app.on_message("orders", max_instances=1)
+        def note(event):
+            log.info("order %s", event.id)
+            logging.warning("seen %s", event.data)
+
+        @app.on_schedule("every 5 minutes")
+        def report(event):
+            paid = app.db.collection("orders").where("status", "==", "paid").get()
+            print(len(paid), app.db.document("stats/orders").get().to_dict())
+        """,
+    )
+    assert static(app) == []
+
+
+def test_a_retried_function_that_writes_publishes_or_calls_out_is_flagged(
+    tmp_path: Path,
+) -> None:
+    app = app_from(
+        tmp_path,
+        "effects_app",
+        """
+        import httpx
+        import requests
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def write_doc(event):
+            app.db.document("latest/order").set({"at": event.time})
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def announce(event):
+            app.publish("orders-seen", {"n": 1})
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def post_requests(event):
+            requests.post("https://example.invalid/", json={}, timeout=5)
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def post_httpx(event):
+            httpx.post("https://example.invalid/", json={}, timeout=5)
+
+        @app.on_document_created("orders/{o}", max_instances=1)
+        def open_url(event):
+            urllib.request.urlopen("https://example.invalid/", timeout=5)
+
+        @app.on_schedule("every 5 minutes")
+        def nightly(event):
+            app.db.collection("reports").add({"at": event.time})
+        """,
+    )
+    found = {
+        (function, line): rule
+        for rule, function, line in static(app)
+        if rule == "retry-without-guard"
+    }
+    expected = {
+        name: line_of(tmp_path, "effects_app", f"def {name}(")
+        for name in ("write_doc", "announce", "post_requests", "post_httpx", "open_url", "nightly")
+    }
+    assert found == {(name, line): "retry-without-guard" for name, line in expected.items()}
+    report = audit(app.runtime, is_runtime=False)
+    (announced,) = [
+        f for f in report.findings if f.function == "announce" and f.rule == "retry-without-guard"
+    ]
+    effect_line = line_of(tmp_path, "effects_app", 'app.publish("orders-seen"')
+    assert announced.message.endswith(f"app.publish() (line {effect_line}) runs again")

@@ -46,13 +46,21 @@ def audit_trigger(trigger: Trigger, modules: tuple[str, ...] = OUTSIDE_MODULES) 
     outside = [(s, c) for s in scopes for c in outside_calls(s, modules)]
     is_retried = trigger.options.retry and trigger.kind != "http"
     is_idempotent = hasattr(trigger.fn, "__oncefire_idempotent__")
-    if is_retried and not (is_idempotent or has_decision(trigger, scopes, all_writes)):
+    # What a retry would do again: a store write, a call outside, a publish. A function with
+    # none (it prints, logs or only reads) has nothing to guard.
+    repeated = [(s, w.call) for s, w in all_writes] + outside + list(publishes(scopes))
+    if is_retried and repeated and not (is_idempotent or has_decision(trigger, scopes, all_writes)):
+        scope, call = min(repeated, key=lambda e: (e[0] is not root, e[1].lineno))
+        where = f"line {call.lineno}"
+        if scope.file != root.file:
+            where = f"{scope.shown_file}:{call.lineno}"
         found.append(
             finding(
                 "retry-without-guard",
                 root,
                 root.node.lineno,
-                "retries on failure but makes no decision about duplicate deliveries",
+                "retries on failure but makes no decision about duplicate deliveries: "
+                f"{ast.unparse(call.func)}() ({where}) runs again",
             )
         )
     for scope, line, what in increments(scopes):
@@ -186,15 +194,21 @@ def is_self_write(trigger: Trigger, write: Write) -> bool:
     return bool(path) and trigger.pattern.match(path.strip("/")) is not None
 
 
+def publishes(scopes: list[Scope]) -> Iterator[tuple[Scope, ast.Call]]:
+    """`publish(topic, ...)` calls (`app.publish`, `tx.publish`), on any topic."""
+    for scope in scopes:
+        for call in scope.calls():
+            if attr_of(call) == "publish" and bool(call.args or call.keywords):
+                yield scope, call
+
+
 def self_publishes(trigger: Trigger, scopes: list[Scope]) -> Iterator[tuple[Scope, ast.Call]]:
     """`publish(topic, ...)` calls on the topic that starts the function."""
     if trigger.kind != "message":
         return
-    for scope in scopes:
-        for call in scope.calls():
-            is_publish = attr_of(call) == "publish" and bool(call.args)
-            if is_publish and literal(call.args[0]) == trigger.source:
-                yield scope, call
+    for scope, call in publishes(scopes):
+        if call.args and literal(call.args[0]) == trigger.source:
+            yield scope, call
 
 
 def broad_handlers(scope: Scope, classifiers: set[str]) -> Iterator[tuple[ast.ExceptHandler, str]]:
