@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from oncefire import acquiring, execution
+from oncefire import acquiring, crashes, execution
 from oncefire.errors import StoreError
 from oncefire.execution import EventLoopThread
 from oncefire.idempotency import Deferred, write_completions
@@ -172,6 +172,10 @@ class Flights:
                 # are recorded all the same.
                 self._complete_records(flight)
                 continue
+            if crashes.PLANS and crashes.is_crashed(
+                self.rt, flight.trigger.name, flight.leased.lease.delivery_id
+            ):
+                continue  # a test's crash_after_effect: nothing of it is written
             if not self.ended:
                 self.first_ended_at = finished
             self.ended.append((flight, ending_of(flight, outcome)))

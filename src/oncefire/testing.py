@@ -1,20 +1,34 @@
 """Tools for testing functions: a clock you move by hand, events as triggers build them,
-and redelivery of one event as many times as you like."""
+redelivery of one event as many times as you like, and the faults that make it happen: a
+store that fails, a worker that dies after the effect."""
 
 from __future__ import annotations
 
+import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from oncefire import codec
+from oncefire import codec, crashes
 from oncefire.app import App
-from oncefire.errors import ConfigError
+from oncefire.errors import ConfigError, StoreUnavailableError
 from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, EventType, StoredEvent
 from oncefire.worker import DrainSummary, Worker
 
-__all__ = ["TestClock", "deliver", "make_event", "oncefire_app"]
+__all__ = [
+    "STORE_CALLS",
+    "Crashes",
+    "StoreFaults",
+    "TestClock",
+    "crash_after_effect",
+    "deliver",
+    "fail_store_calls",
+    "make_event",
+    "oncefire_app",
+]
 
 
 class TestClock:
@@ -105,6 +119,120 @@ def deliver(app: App, function_name: str, event: StoredEvent, times: int = 2) ->
         return worker.summary()
     finally:
         worker.shutdown()
+
+
+# The kinds of store call fail_store_calls fails, by the Store methods that make them.
+STORE_CALLS: dict[str, tuple[str, ...]] = {
+    "read": ("read",),  # a read outside a transaction: ref.get(), a query
+    "write": ("transaction", "set_document"),  # a write or publish: fails at its commit
+    "lease": ("take_due",),  # a worker taking due deliveries
+    "renew": ("renew",),  # a worker renewing the leases of running attempts
+    "complete": ("complete", "complete_many"),  # writing a success
+    "retry": ("retry",),  # writing a failure that will be retried
+    "bury": ("bury",),  # writing a failure that makes a dead letter
+}
+
+
+class StoreFaults:
+    """The store calls fail_store_calls fails: `failed` counts them so far."""
+
+    def __init__(self, kind: str, times: int, error: BaseException | type[BaseException]):
+        self.kind, self.times, self.failed = kind, times, 0
+        self._error = error
+        self._lock = threading.Lock()
+
+    def fail(self) -> None:
+        """Raise the error if calls are still to fail; else do nothing."""
+        with self._lock:
+            if self.failed >= self.times:
+                return
+            self.failed += 1
+        if isinstance(self._error, BaseException):
+            raise copy.copy(self._error)
+        raise self._error(f"The store is unavailable (fail_store_calls {self.kind!r}).")
+
+
+def _failing(method: Callable[..., Any], faults: StoreFaults, name: str) -> Callable[..., Any]:
+    if name != "transaction":
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            faults.fail()
+            return method(*args, **kwargs)
+
+        return failing
+
+    @contextmanager
+    def transaction() -> Iterator[Any]:
+        with method() as tx:
+            yield tx
+            faults.fail()  # at the commit: the transaction rolls back, nothing is written
+
+    return transaction
+
+
+@contextmanager
+def fail_store_calls(
+    app: App,
+    kind: str,
+    times: int = 1,
+    error: BaseException | type[BaseException] = StoreUnavailableError,
+) -> Iterator[StoreFaults]:
+    """Within the block, the next `times` store calls of a kind that the app makes (its
+    functions', its workers' and your own alike) fail with `error`, as when the database is
+    unreachable; the others run as usual. Kinds: STORE_CALLS."""
+    names = STORE_CALLS.get(kind)
+    if names is None:
+        raise ConfigError(f"No store call kind {kind!r}: use one of {', '.join(STORE_CALLS)}.")
+    if not isinstance(times, int) or isinstance(times, bool) or times < 1:
+        raise ConfigError(f"times={times!r}: fail at least 1 store call.")
+    is_error = isinstance(error, BaseException) or (
+        isinstance(error, type) and issubclass(error, BaseException)
+    )
+    if not is_error:
+        raise ConfigError(f"error={error!r} is not an exception or an exception class.")
+    store, faults = app.store, StoreFaults(kind, times, error)
+    own = {name: vars(store).get(name) for name in names}  # another block's, if nested
+    for name in names:
+        setattr(store, name, _failing(getattr(store, name), faults, name))
+    try:
+        yield faults
+    finally:
+        for name, previous in own.items():
+            if previous is None:
+                delattr(store, name)
+            else:
+                setattr(store, name, previous)
+
+
+@dataclass
+class Crashes:
+    """The attempts crash_after_effect ended: `count` of them so far."""
+
+    _plan: crashes.CrashPlan
+
+    @property
+    def count(self) -> int:
+        """How many attempts ended as crashes."""
+        return self._plan.crashed
+
+
+@contextmanager
+def crash_after_effect(app: App, function_name: str, times: int = 1) -> Iterator[Crashes]:
+    """Within the block, the next `times` attempts of the function end as if their worker died
+    the moment the function returned: its effects happened, nothing of its ending is written
+    (not the attempt, not its @idempotent records), and its lease is left to run out. Move
+    the clock past the lease (and an @idempotent record's) and drain: the delivery is rescued,
+    counted `crashed`, and delivered again, as after a real crash."""
+    if function_name not in app.triggers:
+        raise ConfigError(f"No function named {function_name!r} is registered on this app.")
+    if not isinstance(times, int) or isinstance(times, bool) or times < 1:
+        raise ConfigError(f"times={times!r}: crash at least 1 attempt.")
+    plan = crashes.CrashPlan(app.runtime, function_name, times)
+    crashes.start(plan)
+    try:
+        yield Crashes(plan)
+    finally:
+        crashes.stop(plan)
 
 
 try:
