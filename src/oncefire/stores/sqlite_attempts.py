@@ -29,7 +29,8 @@ def write_attempts(
         rows.append((*row, cpu, reads, writes))
         figures.append((function, number, started, finished, outcome, cpu, reads, writes))
     st.execute_many("insert_attempt", rows)
-    # In the same transaction: the buckets never disagree with the attempt rows.
+    # In the same transaction: the buckets never disagree with the attempt rows. Their
+    # triggers add the same to the totals that only grow (schema 27).
     st.execute_many("add_to_bucket", buckets.rows_for(figures))
 
 

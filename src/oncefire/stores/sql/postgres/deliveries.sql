@@ -1,5 +1,6 @@
 -- Deliveries: leasing due ones, ending them with their attempt's row, renewing, rescuing.
--- An attempt's row is written once, when it ends, from what its delivery tells of it.
+-- An attempt's row is written once, when it ends, from what its delivery tells of it, in the
+-- ending's statement with its hour bucket and the totals that only grow (schema 27).
 -- Statements that make work due wake sleeping workers: oncefire_wake('oncefire', ids)
 -- (migration 026), with an empty payload past 50 ids.
 -- A batch's arrays are sent in binary (%(ids)b): psycopg writes a text array element by
