@@ -26,7 +26,7 @@ from oncefire.retry import RetryPolicy
 from oncefire.routes import check_route
 from oncefire.rows import RowTriggers
 from oncefire.runtime import Runtime
-from oncefire.schedules import Schedule
+from oncefire.schedules import DEFAULT_GRACE, Schedule
 from oncefire.settings import Settings
 from oncefire.stats import FunctionStats
 from oncefire.stores.base import Store
@@ -221,12 +221,22 @@ class App(RowTriggers):
         return decorator
 
     def on_schedule(
-        self, schedule: str, *, timezone: str | None = None, **options: Any
+        self,
+        schedule: str,
+        *,
+        timezone: str | None = None,
+        catch_up: str = "latest",
+        misfire_grace: float = DEFAULT_GRACE,
+        **options: Any,
     ) -> Callable[[F], F]:
         """Run the function on a schedule ('every 5 minutes' or a 5-field cron string, in
-        timezone, an IANA name; UTC by default)."""
+        timezone, an IANA name; UTC by default). Missed ticks (workers down): catch_up
+        "latest" fires the newest once, "all" each, "none" none; never one more than
+        misfire_grace seconds late."""
         name = options.pop("name", None)
-        parsed = Schedule.parse(schedule, timezone=timezone)
+        parsed = Schedule.parse(
+            schedule, timezone=timezone, catch_up=catch_up, misfire_grace=misfire_grace
+        )
         opts = make_options(**options)
 
         def decorator(fn: F) -> F:

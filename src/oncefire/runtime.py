@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from oncefire.clock import Clock
 from oncefire.documents import Database
 from oncefire.rates import RateLimit
+from oncefire.schedules import TickCursor
 from oncefire.settings import Settings
 from oncefire.stores import open_store
 from oncefire.stores.base import FunctionEntry, Store
@@ -53,7 +54,8 @@ class Runtime:
         self.app = app  # what CURRENT_APP holds while a function runs; the engine never calls it
         self.triggers: dict[str, Trigger] = {}
         self.ttl_policies: dict[str, str] = {}  # collection path -> expiry field
-        self.next_tick: dict[str, float] = {}  # schedule function -> when its next tick is due
+        self.tick_cursors: dict[str, TickCursor] = {}  # schedule function -> where it stands
+        self.tick_lock = threading.Lock()  # one look at the schedules at a time (ticks.py)
         self.alerts: AlertHooks | None = None
         self._store: Store | None = None
         self._db: Database | None = None
@@ -99,8 +101,11 @@ class Runtime:
         """Register a checked function: keep it, plan its first tick, record it if the store
         is open (else when it opens)."""
         with self._lock:
-            if trigger.schedule is not None:  # raises for a schedule that never fires
-                self.next_tick[trigger.name] = trigger.schedule.next_after(self.clock.now())
+            if trigger.schedule is not None:
+                now = self.clock.now()
+                trigger.schedule.next_after(now)  # raises for a schedule that never fires
+                # Looked at on the next fire_due: the ticks missed meanwhile (ticks.py).
+                self.tick_cursors[trigger.name] = TickCursor(known_since=now, next_look=now)
             self.triggers[trigger.name] = trigger
             self.catalogue_functions([trigger])
 

@@ -1,43 +1,99 @@
 """Serve an app: N worker processes, each restarted when it dies, all stopped on SIGTERM.
 
 The supervisor imports the app once (so a mistake is one clear line before anything starts),
-then runs each worker as a child `python -m oncefire.supervisor APP`. A child that dies is
-started again after a short backoff that grows while it keeps dying young, so a crash loop
-does not spin. SIGTERM or SIGINT is passed on to every child, which stops leasing, lets its
-attempts finish within the shutdown grace and hands back the rest.
+then runs each worker as a child `python -m oncefire.supervisor APP` (worker_process.py). A
+child that dies is started again after a short backoff that grows while it keeps dying young,
+so a crash loop does not spin. SIGTERM or SIGINT, at any moment from the start (the app still
+loading, children still starting), stops the forking and is passed on to every child, which
+stops leasing, lets its attempts finish and hands back the rest; the supervisor exits within
+the shutdown grace, killing what is left then. A child whose supervisor died exits by itself.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
+from oncefire import worker_process
+from oncefire.errors import ConfigError
 from oncefire.loader import load_app
-from oncefire.worker import Worker
+from oncefire.worker_process import EXIT_CONFIG, EXIT_STUCK
 
 if TYPE_CHECKING:
     from oncefire.app import App
 
 log = logging.getLogger("oncefire.supervisor")
 
-EXIT_STUCK = 3  # a child ended itself over an attempt it could not stop
-EXIT_CONFIG = 78  # EX_CONFIG: a child could not load the app, so restarting it will not help
 FIRST_BACKOFF = 0.1
 MAX_BACKOFF = 5.0
 STABLE_AFTER = 10.0  # a child alive this long has its slot's backoff reset
 TEND_EVERY = 0.1  # how often the supervisor looks at its children
-KILL_AFTER = 10.0  # past the shutdown grace, a child still alive gets SIGKILL
-PARENT_CHECK = 1.0  # how often a child checks that its supervisor is still alive
+PROCESSES_PER_CPU = 4  # more worker processes than this a CPU are refused unless forced
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_processes(processes: int, *, is_forced: bool = False) -> None:
+    """Refuse fewer than 1 worker process, or more than 4 a CPU unless forced."""
+    if processes < 1:
+        raise ConfigError(f"--processes {processes}: give at least 1.")
+    cpus = cpu_count()
+    most = PROCESSES_PER_CPU * cpus
+    if processes > most and not is_forced:
+        raise ConfigError(
+            f"--processes {processes} is more than {PROCESSES_PER_CPU} a CPU ({most} for "
+            f"{cpus} CPU(s)): more processes only contend for the CPUs, and each runs "
+            "--concurrency attempts at once; pass --force to start them anyway."
+        )
+
+
+class StopRequested(BaseException):
+    """SIGTERM or SIGINT came while the app was loading: there is nothing to stop yet."""
+
+
+class StopSignals:
+    """SIGTERM and SIGINT caught while the block runs: each sets is_stopping. While
+    is_loading (the app imported, the schema upgraded) a signal also interrupts the load with
+    StopRequested, which ends the block quietly."""
+
+    def __init__(self) -> None:
+        self.is_stopping = False
+        self.is_loading = True
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, self._request_stop)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        if kind is not None and issubclass(kind, StopRequested):
+            log.info("stopped while loading the app: no worker process was started")
+            return True
+        return False
+
+    def _request_stop(self, signum: int, _frame: Any) -> None:
+        # Only a flag once loaded: the supervisor's loop reads it within TEND_EVERY.
+        self.is_stopping = True
+        if self.is_loading:
+            self.is_loading = False
+            raise StopRequested
 
 
 def serve(
@@ -46,19 +102,20 @@ def serve(
     store: str | None,
     processes: int,
     concurrency: int | None,
+    signals: StopSignals,
     is_verbose: bool = False,
     alongside: Callable[[App], AbstractContextManager[object]] | None = None,
 ) -> int:
-    """Run the app's workers until SIGTERM or SIGINT; return the exit status. alongside, if
-    given, runs something else on the loaded app in this process for as long (the HTTP
-    server of `oncefire run`)."""
+    """Run the app's workers until SIGTERM or SIGINT (caught by signals, entered before the
+    app was first loaded); return the exit status. alongside, if given, runs something else
+    on the loaded app in this process for as long (the HTTP server of `oncefire run`)."""
     if store:
         os.environ["ONCEFIRE_STORE"] = store
     app = load_app(target)
     app.store  # noqa: B018 - create or upgrade the schema once, before the children race to
-    supervisor = Supervisor(
-        target, processes, concurrency, app.settings.shutdown_grace, is_verbose=is_verbose
-    )
+    signals.is_loading = False
+    grace = app.settings.shutdown_grace
+    supervisor = Supervisor(target, processes, concurrency, grace, signals, is_verbose=is_verbose)
     if alongside is None:
         app.close()
         return supervisor.run()
@@ -87,6 +144,7 @@ class Supervisor:
         processes: int,
         concurrency: int | None,
         shutdown_grace: float,
+        signals: StopSignals,
         *,
         is_verbose: bool = False,
     ) -> None:
@@ -94,13 +152,14 @@ class Supervisor:
         self.slots = [_Slot(i) for i in range(processes)]
         self.concurrency = concurrency
         self.shutdown_grace = shutdown_grace
+        self.signals = signals
         self.is_verbose = is_verbose
-        self.is_stopping = False
         self.error: str | None = None
 
     def command(self) -> list[str]:
         """The command line of one worker process."""
         cmd = [sys.executable, "-m", "oncefire.supervisor", self.target]
+        cmd += ["--parent", str(os.getpid())]
         if self.concurrency is not None:
             cmd += ["--concurrency", str(self.concurrency)]
         if self.is_verbose:
@@ -109,23 +168,15 @@ class Supervisor:
 
     def run(self) -> int:
         """Start the children, keep them alive, and stop them all on SIGTERM or SIGINT."""
-
-        def request_stop(signum: int, _frame: Any) -> None:
-            # Only a flag: the loop below notices it within TEND_EVERY.
-            self.is_stopping = True
-
-        previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            log.info("supervising %d worker process(es) of %s", len(self.slots), self.target)
-            while not self.is_stopping and self.error is None:
-                now = time.monotonic()
-                for slot in self.slots:
-                    self._tend(slot, now)
-                time.sleep(TEND_EVERY)
-            return self._stop_all()
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        log.info("supervising %d worker process(es) of %s", len(self.slots), self.target)
+        while not self.signals.is_stopping and self.error is None:
+            now = time.monotonic()
+            for slot in self.slots:
+                if self.signals.is_stopping:
+                    break  # no child is started once a signal came
+                self._tend(slot, now)
+            time.sleep(TEND_EVERY)
+        return self._stop_all()
 
     def _tend(self, slot: _Slot, now: float) -> None:
         if slot.process is not None:
@@ -157,12 +208,14 @@ class Supervisor:
             log.info("started worker process %d", slot.process.pid)
 
     def _stop_all(self) -> int:
+        """SIGTERM to every child; SIGKILL to those still alive at the shutdown grace (they
+        stop by themselves a little before it: worker_process.STOP_MARGIN)."""
+        deadline = time.monotonic() + self.shutdown_grace
         live = [s.process for s in self.slots if s.process is not None]
         log.info("stopping %d worker process(es)", len(live))
         for process in live:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.shutdown_grace + KILL_AFTER
         while any(p.poll() is None for p in live) and time.monotonic() < deadline:
             time.sleep(0.05)
         is_forced = False
@@ -188,75 +241,5 @@ def describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
-def run_child(target: str, concurrency: int | None) -> NoReturn:
-    """The body of one worker process: serve until told to stop, then exit at once."""
-    stop_early: list[int] = []
-    handler = signal.signal(signal.SIGTERM, lambda signum, _f: stop_early.append(signum))
-    signal.signal(signal.SIGINT, handler)
-    if concurrency is not None:  # also sizes the app's PostgreSQL pool to match
-        os.environ["ONCEFIRE_CONCURRENCY"] = str(concurrency)
-    try:
-        worker = Worker(load_app(target).runtime, concurrency=concurrency, is_process=True)
-    except Exception:
-        log.exception("cannot load %s", target)
-        _exit(EXIT_CONFIG)
-
-    def request_stop(signum: int, _frame: Any) -> None:
-        worker.stop_requested.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    if stop_early:
-        worker.stop_requested.set()
-    threading.Thread(
-        target=_watch_parent, args=(worker, os.getppid()), name="oncefire-parent", daemon=True
-    ).start()
-    code = 0
-    try:
-        worker.run()
-    except Exception:
-        log.exception("worker %s failed", worker.name)
-        code = 1
-    if worker.has_stuck_attempt:
-        code = EXIT_STUCK
-        # The stuck attempt kept its lease until now: its timeout is recorded (and its retry
-        # made due) as the very last step, with thread switches all but stopped, so the stuck
-        # thread cannot run beside its retry.
-        logging.shutdown()
-        sys.setswitchinterval(60.0)
-        worker.write_overdue()
-    # Threads of attempts that cannot be stopped must not hold up the exit.
-    _exit(code)
-
-
-def _watch_parent(worker: Worker, parent: int) -> None:
-    while not worker.stop_requested.wait(PARENT_CHECK):
-        if os.getppid() != parent:
-            log.error("the supervisor of worker %s is gone: stopping", worker.name)
-            worker.stop_requested.set()
-
-
-def _exit(code: int) -> NoReturn:
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def main(argv: list[str] | None = None) -> NoReturn:
-    """Entry point of a worker process (started by the supervisor, not by hand)."""
-    parser = argparse.ArgumentParser(prog="python -m oncefire.supervisor")
-    parser.add_argument("target")
-    parser.add_argument("--concurrency", type=int, default=None)
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)-7s [%(process)d] %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    run_child(args.target, args.concurrency)
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # a worker process, started by the supervisor
+    worker_process.main()

@@ -263,16 +263,16 @@ class Worker:
         self.flights.write_overdue(self.name)
 
     def maintain(self, *, force: bool = False) -> None:
-        """Renew our leases and rescue deliveries whose worker died, when each is due."""
+        """Fire due schedule ticks, renew our leases, rescue dead workers' deliveries, when due."""
         settings = self.rt.settings
         mono = time.monotonic()
         if force or mono - self._last_renew >= settings.renew_every:
             self._last_renew = mono
             self.renew()
+        ticks.fire_due(self.rt)  # at each turn: a tick fires within a second of its time
         if force or mono - self._last_sweep >= settings.sweep_every:
             self._last_sweep = mono
             self.rescue()
-            ticks.fire_due(self.rt)
             ttl.sweep(self.rt)
             self.keeper.tick()
             check_alerts(self.rt, self.rt.clock.now())
@@ -347,7 +347,7 @@ class Worker:
             self.collect(0.02)
         elif leased == 0:
             tokens = self.rt.store.rate_tokens(self._rates, self.rt.clock.now())
-            self.rt.store.wait(idle_wait(self.rt.settings.poll_interval, self._rates, tokens))
+            self.rt.store.wait(idle_wait(ticks.poll_interval(self.rt), self._rates, tokens))
 
     def _pause(self, seconds: float) -> None:
         # Short sleeps rather than Event.wait: a signal handler sets stop_requested, and

@@ -82,6 +82,11 @@ PRINTS: dict[str, list[str]] = {
     "Messages 1": ["settled 5 EUR", "to review: {'note': 'no amount'} from settle"],
     "Schedules 1": [],  # registering is the test: a bad cron string or zone is refused
     "Schedules 2": ["report due at 2026-01-30T08:00:00+00:00"],
+    "Missed ticks 1": [
+        "report of 2026-03-02 sent on 2026-03-05",
+        "report of 2026-03-03 sent on 2026-03-05",
+        "report of 2026-03-04 sent on 2026-03-05",
+    ],
     "Ordering 1": [
         "order o0 n = 0",
         "order o1 n = 1",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,76 @@ def test_a_timezone_places_the_cron_in_local_time_across_daylight_saving() -> No
 def test_an_unknown_timezone_is_refused_with_a_sentence() -> None:
     with pytest.raises(ConfigError, match="Unknown time zone 'Mars/Olympus'"):
         Schedule.parse("0 9 * * *", timezone="Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("every 0 seconds", "'every 0 seconds' ticks more often than once a second"),
+        ("every 0.5 seconds", "'every 0.5 seconds' ticks more often than once a second"),
+        ("every 1.5 seconds", "'every 1.5 seconds' must be a whole number of seconds"),
+    ],
+)
+def test_an_interval_under_a_second_is_refused_by_name(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        Schedule.parse(spec)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_interval_may_be_a_fraction_of_a_larger_unit() -> None:
+    assert Schedule.parse("every 1.5 minutes").interval == 90
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"catch_up": "first"}, "catch_up='first' is not a missed-tick policy"),
+        ({"misfire_grace": 0.5}, "misfire_grace=0.5 is under 1 second"),
+        ({"misfire_grace": -1}, "misfire_grace=-1 is under 1 second"),
+        ({"misfire_grace": float("inf")}, "misfire_grace=inf must be a number of seconds"),
+        ({"misfire_grace": "1h"}, "misfire_grace='1h' must be a number of seconds"),
+        ({"misfire_grace": True}, "misfire_grace=True must be a number of seconds"),
+    ],
+)
+def test_a_bad_missed_tick_policy_is_refused_by_name(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Schedule.parse("every 1 minute", **options)
+
+
+def test_the_missed_tick_policy_of_an_interval() -> None:
+    start = at("2030-01-01T10:00:00")  # the last tick handled; down until 10:05:20
+    now = start + 320
+
+    def fire(**options: Any) -> list[float]:
+        return Schedule.parse("every 1 minute", **options).to_fire(start, now, now)
+
+    assert fire() == [start + 300]
+    assert fire(catch_up="all") == [start + 60 * n for n in range(1, 6)]
+    assert fire(catch_up="all", misfire_grace=150) == [start + 180, start + 240, start + 300]
+    assert fire(catch_up="none") == []
+    assert fire(misfire_grace=20) == []  # the newest missed tick is 20 s late: out
+    assert fire(misfire_grace=21) == [start + 300]
+
+
+def test_on_time_one_tick_is_due_and_fires_whatever_the_policy() -> None:
+    start = at("2030-01-01T10:00:00")
+    for catch_up in ("latest", "all", "none"):
+        schedule = Schedule.parse("every 1 minute", catch_up=catch_up, misfire_grace=1)
+        assert schedule.to_fire(start, start + 60.5, start) == [start + 60]
+        assert schedule.to_fire(start, start + 59.9, start) == []
+
+
+def test_the_missed_tick_policy_of_a_cron_string_in_a_time_zone() -> None:
+    week = 7 * 86400
+    schedule = Schedule.parse(
+        "0 9 * * *", timezone="Europe/Paris", catch_up="all", misfire_grace=week
+    )
+    # 09:00 in Paris is 08:00 UTC in winter; down from the 1st to the 4th at noon.
+    after, now = at("2030-01-01T08:00:00"), at("2030-01-04T12:00:00")
+    days = [at(f"2030-01-0{d}T08:00:00") for d in (2, 3, 4)]
+    assert schedule.to_fire(after, now, now) == days
+    assert schedule.last_until(now) == days[-1]
+    assert schedule.last_until(days[-1]) == days[-1]
+    latest = Schedule.parse("0 9 * * *", timezone="Europe/Paris", misfire_grace=86400)
+    assert latest.to_fire(after, now, now) == [days[-1]]
+    assert Schedule.parse("0 9 * * *", timezone="Europe/Paris").to_fire(after, now, now) == []

@@ -33,26 +33,29 @@ def serve_workers(
     processes: int,
     concurrency: int | None,
     verbose: bool,
+    is_forced: bool,
     http: Callable[[App], AbstractContextManager[object]] | None = None,
 ) -> None:
     """Supervise the app's worker processes until SIGTERM or SIGINT (and run http, the HTTP
     server of `oncefire run`, on the loaded app meanwhile)."""
+    from oncefire.supervisor import StopSignals, check_processes, serve
+
     configure_logging(verbose)
-    if processes < 1:
-        raise click.ClickException("--processes must be at least 1.")
+    check_processes(processes, is_forced=is_forced)
     if concurrency is not None and concurrency < 1:
         raise click.ClickException("--concurrency must be at least 1.")
-    open_user_app(app_target, store)  # a mistake in the app, or a store conflict, is one line
-    from oncefire.supervisor import serve
-
-    status = serve(
-        app_target,
-        store=store,
-        processes=processes,
-        concurrency=concurrency,
-        is_verbose=verbose,
-        alongside=http,
-    )
+    status = 0
+    with StopSignals() as signals:  # a signal from here on stops it, the app loading or not
+        open_user_app(app_target, store)  # a mistake in the app, a store conflict: one line
+        status = serve(
+            app_target,
+            store=store,
+            processes=processes,
+            concurrency=concurrency,
+            signals=signals,
+            is_verbose=verbose,
+            alongside=http,
+        )
     if status:
         raise SystemExit(status)
 
@@ -64,10 +67,19 @@ def _serving_options(fn: F) -> F:
             click.argument("app_target", metavar="APP"),
             store_option,
             click.option(
-                "--processes", default=1, show_default=True, help="Worker processes to supervise."
+                "--processes",
+                default=1,
+                show_default=True,
+                help="Worker processes to supervise (at most 4 a CPU unless --force).",
             ),
             click.option(
                 "--concurrency", default=None, type=int, help="Attempts each process runs at once."
+            ),
+            click.option(
+                "--force",
+                "is_forced",
+                is_flag=True,
+                help="Start more than 4 worker processes a CPU all the same.",
             ),
         )
     ):
@@ -91,13 +103,14 @@ def worker(
     store: str | None,
     processes: int,
     concurrency: int | None,
+    is_forced: bool,
     metrics_port: int | None,
     metrics_host: str,
     verbose: bool,
 ) -> None:
     """Serve an app's functions until SIGTERM (APP is module:app or path/file.py)."""
     metrics = None if metrics_port is None else metrics_beside(metrics_host, metrics_port)
-    serve_workers(app_target, store, processes, concurrency, verbose, http=metrics)
+    serve_workers(app_target, store, processes, concurrency, verbose, is_forced, http=metrics)
 
 
 def metrics_beside(host: str, port: int) -> Callable[[App], AbstractContextManager[object]]:
@@ -169,6 +182,7 @@ def run(
     store: str | None,
     processes: int,
     concurrency: int | None,
+    is_forced: bool,
     host: str,
     port: int,
     without_dashboard: bool,
@@ -183,7 +197,7 @@ def run(
     the HTTP functions never do: they are as public as the function makes them."""
     tokens = None if without_dashboard else dashboard_tokens(host, token_file)
     http = http_beside(host, port, tokens, allow_host)
-    serve_workers(app_target, store, processes, concurrency, verbose, http=http)
+    serve_workers(app_target, store, processes, concurrency, verbose, is_forced, http=http)
 
 
 @click.command()

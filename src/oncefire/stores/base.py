@@ -31,9 +31,10 @@ from oncefire.stores.records import Lease as Lease
 from oncefire.stores.records import Leased as Leased
 from oncefire.stores.records import Taken as Taken
 from oncefire.stores.table_triggers import TableTriggers
+from oncefire.stores.tick_tx import TickTx
 
 
-class DocumentTx(Protocol):
+class DocumentTx(TickTx, Protocol):
     """The document and outbox operations available inside one store transaction."""
 
     def get_document(self, path: str) -> dict[str, Any] | None:
@@ -274,7 +275,6 @@ class Store(Protocol):
     ) -> list[DeadLetterRow]: ...
 
     def get_dead(self, delivery_id: int) -> DeadLetterRow | None: ...
-
     def count_dead(self, where: DeadLetterFilter) -> int: ...
 
     def count_dead_up_to(self, function: str, error_group: str, cap: int) -> int:

@@ -197,3 +197,12 @@ class SqlTx:
         """Count one duplicate skipped by an idempotency helper."""
         args = {"function": function, "now": now, "hour": hour_of(now)}
         self.statements.execute("count_dedupe_hit", args)
+
+    def tick_after(self, function: str, since: float) -> float:
+        """A schedule's last tick handled; when there is none yet, `since`, recorded as such."""
+        rows = self.statements.fetch("tick_after", {"function": function, "since": since})
+        return float(rows[0][0])
+
+    def record_tick(self, function: str, tick: float) -> None:
+        """Record a schedule's tick as handled (one before the recorded tick changes nothing)."""
+        self.statements.execute("record_tick", {"function": function, "tick": tick})
