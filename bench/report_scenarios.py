@@ -140,8 +140,8 @@ def growth(page: Page) -> None:
         "under a TTL policy with nothing due. Each run places the same backlog the same way "
         "on both stores. The drains' workers keep the whole history (a retention of a year): "
         "the cost of retention's purge is the soak's measure. On PostgreSQL the history's "
-        "deliveries fill their pages, as oncefire's own churn leaves them "
-        "(`bench/history_pages.py`), and the pages each backlog lies on are counted.",
+        "deliveries fill their pages, as oncefire's own churn leaves them, and the pages "
+        "each backlog lies on are counted.",
         "",
     )
     for store in ("sqlite", "postgres"):

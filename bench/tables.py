@@ -12,7 +12,6 @@ no worker runs, so the cost measured is the trigger's one INSERT into oncefire_r
 Watched and unwatched are measured alternately in each run, the outbox emptied before each.
 
     python bench/tables.py --rows 1000 --bulk 100000 --runs 3    # the issue's bulk size
-    python bench/tables_floor.py --bulk 100000 --runs 3          # the bulk insert part by part
 """
 
 from __future__ import annotations
