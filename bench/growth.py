@@ -37,7 +37,7 @@ from growth_store import (
     place_backlog,
     remove_added,
 )
-from harness import WORKER_PROCESSES, Target, write_each
+from oncefire_harness import WORKER_PROCESSES, Target, write_each
 
 from oncefire import ttl
 from oncefire.index_keys import expired_ranges

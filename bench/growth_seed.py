@@ -13,7 +13,7 @@ from typing import Any
 
 import workload
 from benchlib import log
-from harness import Target
+from oncefire_harness import Target
 
 from oncefire import App
 from oncefire.buckets import DURATION_BOUNDS
@@ -71,7 +71,7 @@ def seed(t: Target) -> dict[str, list[dict[str, Any]]]:
 
 
 def workload_doc() -> dict[str, Any]:
-    from harness import DOC
+    from oncefire_harness import DOC
 
     return dict(DOC)
 

@@ -24,7 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from benchlib import BENCH, PG_ADMIN_URL, WORK, common_args, log, summarize, write_json
+from benchlib import PG_ADMIN_URL, WORK, common_args, log, summarize, write_json
 
 from oncefire import App
 
@@ -191,7 +191,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "results": results,
     }
-    write_json(args.json or BENCH / "tables.json", out)
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

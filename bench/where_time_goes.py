@@ -28,7 +28,7 @@ from typing import Any
 
 import workload
 from benchlib import BENCH, SRC, WORK, log, write_json
-from harness import Backlog, backlog_store, reset, target, workers
+from oncefire_harness import Backlog, backlog_store, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 # A blocking call in C, told by its line: `.get()` is an attempt thread waiting for work
@@ -93,7 +93,7 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
 WRITER = """
 import sys, time
 import workload
-from harness import DOC
+from oncefire_harness import DOC
 app = workload.build(sys.argv[1], "noop")
 col = app.db.collection("bench")
 col.document("warm").set(DOC)

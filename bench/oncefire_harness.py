@@ -200,13 +200,18 @@ def worker_env(function: str, extra: dict[str, str] | None = None) -> dict[str, 
     }
 
 
+# The `oncefire` command run by this interpreter, on the oncefire its PYTHONPATH names.
+ONCEFIRE = [
+    sys.executable,
+    "-c",
+    "import sys; from oncefire.cli import main; sys.argv[0] = 'oncefire'; main()",
+]
+
+
 def worker_command(t: Target, processes: int = WORKER_PROCESSES) -> list[str]:
     """`oncefire worker bench/workload.py --store URL --processes N`, with this interpreter."""
-    launcher = "import sys; from oncefire.cli import main; sys.argv[0] = 'oncefire'; main()"
     return [
-        sys.executable,
-        "-c",
-        launcher,
+        *ONCEFIRE,
         "worker",
         str(BENCH / "workload.py"),
         "--store",
