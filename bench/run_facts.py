@@ -105,7 +105,7 @@ def run_facts(run_id: str, mode: str, runs: int, sizes: dict[str, float]) -> dic
         "python": sys.version.split()[0],
         "oncefire_commit": git("rev-parse", "--short", "HEAD"),
         "oncefire_src_dirty": bool(dirty) and (ROOT / "src").resolve() == SRC,
-        "oncefire_src": str(SRC),
+        "oncefire_src": str(SRC.relative_to(ROOT) if SRC.is_relative_to(ROOT) else SRC),
         "sqlite": sqlite3.sqlite_version,
         "postgres": postgres_facts(),
         "redis": redis_facts(),

@@ -18,6 +18,7 @@ import argparse
 import json
 import linecache
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,12 @@ def thread_group(profile_name: str, what: str = "drain") -> str:
     return "other threads"
 
 
+def short_path(file: str) -> str:
+    """A frame's file as the page shows it: from the package on (oncefire/..., json/...),
+    without the folders of the machine it ran on."""
+    return re.sub(r"^.*(/src/|/site-packages/|/lib/python3\.\d+/)", "", file)
+
+
 def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
     """Samples of the profiled threads grouped by thread, operation and phase."""
     data = json.loads(path.read_text())
@@ -154,7 +161,7 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
             if phase not in (IDLE, AWAITING):
                 by_operation[operation] += weight
                 leaf = chain[-1]
-                file = (leaf.get("file") or "").split("/src/")[-1].split("site-packages/")[-1]
+                file = short_path(leaf.get("file") or "")
                 leaves[f"{leaf.get('name')} ({file}:{leaf.get('line')})"] += weight
             total += weight
     busy = total - by_phase[IDLE] - by_phase[AWAITING]
