@@ -18,7 +18,6 @@ work on the machine shows in the figures.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import statistics
@@ -28,13 +27,12 @@ from urllib.parse import quote
 
 import growth_seed
 import growth_store
-from benchlib import BENCH, ensure_database, log
-from harness import Target, reset, target
+from benchlib import ensure_database, log, write_json
+from oncefire_harness import Target, reset, target
 
 from oncefire import App
 
 PAGE_GOAL_MS, BADGE_GOAL_MS = 100.0, 10.0
-RESULT = BENCH / "dashboard.json"
 
 
 def loaded(kind: str, history: int, dead: int) -> Target:
@@ -206,7 +204,7 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=1_000_000)
     parser.add_argument("--dead", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=11)
-    parser.add_argument("--json", default=str(RESULT), help=f"result file (default {RESULT})")
+    parser.add_argument("--json", default=None, help="write the result here (default stdout)")
     args = parser.parse_args()
     t = loaded(args.store, args.history, args.dead)
     app = bench_app(t)
@@ -228,14 +226,8 @@ def main() -> None:
         "misses": [r["name"] for r in results if not r["meets_goal"]],
         "library_reads_ms": reads,
     }
-    stored: dict[str, Any] = {}
-    if os.path.exists(args.json):
-        with open(args.json) as kept:
-            stored = json.load(kept)
-    stored[f"{args.store}-{args.history}-{args.dead}"] = run
-    with open(args.json, "w") as out:
-        out.write(json.dumps(stored, indent=2) + "\n")
-    log(f"{len(results) - len(run['misses'])} of {len(results)} meet their goal; wrote {args.json}")
+    write_json(args.json, run)
+    log(f"{len(results) - len(run['misses'])} of {len(results)} meet their goal")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Any
 import workload
 from benchlib import log, phase, time_drain, time_window, wait_until
 from commits import PostgresCommits, WalCommits, per_event
-from harness import (
+from oncefire_harness import (
     WORKER_PROCESSES,
     Backlog,
     Target,

@@ -33,7 +33,7 @@ from benchlib import (
     wait_until,
     write_json,
 )
-from harness import DOC, Backlog, Target, prefill, reset, target, workers
+from oncefire_harness import DOC, Backlog, Target, prefill, reset, target, workers
 
 FUNCTION = "latency"
 START_DELAY = 0.3

@@ -37,7 +37,7 @@ from growth_store import (
     place_backlog,
     remove_added,
 )
-from harness import WORKER_PROCESSES, Target, write_each
+from oncefire_harness import WORKER_PROCESSES, Target, write_each
 
 from oncefire import ttl
 from oncefire.index_keys import expired_ranges
@@ -45,10 +45,9 @@ from oncefire.index_keys import expired_ranges
 REPEAT = 20
 # The drains' workers keep the whole history. The history's times span the last 7 days, the
 # default retention, so from its build on its oldest part is due for purging, and the loaded
-# store's workers would purge it during their drains only, more the older the build (about
-# 1,000 rows a minute of its age: the first SQLite drain of a sitting half an hour after the
-# build made five times the commits of the others). What retention's purge costs is
-# the soak's measure (bench/soak.py).
+# store's workers would purge it during their drains only, more the older the build
+# (docs/performance.md, "How the benchmark measures"). What retention's purge costs is the
+# soak's measure (bench/soak.py).
 KEEP_HISTORY = Setup(
     "defaults, history kept", WORKER_PROCESSES, (("succeeded_retention", str(365 * 86400)),)
 )

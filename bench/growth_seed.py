@@ -13,7 +13,7 @@ from typing import Any
 
 import workload
 from benchlib import log
-from harness import Target
+from oncefire_harness import Target
 
 from oncefire import App
 from oncefire.buckets import DURATION_BOUNDS
@@ -71,7 +71,7 @@ def seed(t: Target) -> dict[str, list[dict[str, Any]]]:
 
 
 def workload_doc() -> dict[str, Any]:
-    from harness import DOC
+    from oncefire_harness import DOC
 
     return dict(DOC)
 
@@ -444,8 +444,7 @@ def bulk_load(t: Target, history: int, dead: int, queried: int, expiring: int) -
                 # they replace leave whole pages free). Cloned at the schema's fillfactor
                 # instead, every page would end at nine tenths plus a sliver: room for one
                 # pending delivery a page, which no history oncefire writes leaves
-                # (bench/history_pages.py: 5,000 new deliveries after 300,000 written and
-                # drained lay on 178 pages).
+                # (docs/performance.md, "Retention and a long history").
                 fill = conn.execute(FILLFACTOR).fetchone()[0]
                 conn.execute("ALTER TABLE oncefire_deliveries SET (fillfactor = 100)")
                 loaded = clone_history(conn, t.kind, rows, history, dead, now)

@@ -11,7 +11,7 @@ from typing import Any
 import workload
 from benchlib import WORK, ensure_database, log
 from growth_seed import FINISHED_PREFIX, TABLES, bulk_load, connect, fill_buckets
-from harness import Target, copy_store, prefill, reset, target
+from oncefire_harness import Target, copy_store, prefill, reset, target
 
 from oncefire import App
 

@@ -24,7 +24,7 @@ from typing import Any
 import workload
 from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from drain import drain_only
-from harness import prefill, reset, target
+from oncefire_harness import prefill, reset, target
 
 from oncefire.worker import Worker
 
@@ -142,11 +142,11 @@ def count_statements(store: str, function: str, events: int) -> dict[str, float]
     return out
 
 
-def median_count(store: str, function: str, events: int) -> dict[str, float]:
-    """count_statements over COUNT_DRAINS drains, the median of each figure: how many turns a
-    drain takes varies with timing (a turn writes what ended within 50 ms), and with it the
-    worker's statements an event by about 0.1."""
-    drains = [count_statements(store, function, events) for _ in range(COUNT_DRAINS)]
+def median_count(store: str, function: str, events: int, times: int) -> dict[str, float]:
+    """count_statements over a few drains, the median of each figure: how many turns a drain
+    takes varies with timing (a turn writes what ended within 50 ms), and with it the
+    worker's statements an event."""
+    drains = [count_statements(store, function, events) for _ in range(times)]
     return {name: statistics.median(d[name] for d in drains) for name in drains[0]}
 
 
@@ -168,6 +168,12 @@ def main() -> None:
     parser = common_args(__doc__ or "")
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--n", type=int, default=3000)
+    parser.add_argument(
+        "--count-drains",
+        type=int,
+        default=COUNT_DRAINS,
+        help=f"in-process drains whose statements are counted (default {COUNT_DRAINS})",
+    )
     args = parser.parse_args()
     t = target(args.store)
     per_event: dict[str, list[float]] = {v: [] for v in VARIANTS}
@@ -175,7 +181,9 @@ def main() -> None:
     with LoadSampler() as sampler:
         capped = measure(t, args, per_event)
         events = min(COUNTED_EVENTS, args.n)
-        sql_per_event = {v: median_count(args.store, v, events) for v in VARIANTS}
+        sql_per_event = {
+            v: median_count(args.store, v, events, args.count_drains) for v in VARIANTS
+        }
     out: dict[str, Any] = {
         "scenario": "idempotency_overhead",
         "store": args.store,

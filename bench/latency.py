@@ -15,7 +15,7 @@ from typing import Any
 
 import workload
 from benchlib import LatencyProbe, common_args, log, measure_latency, summarize, write_json
-from harness import DOC, reset, target, workers
+from oncefire_harness import DOC, reset, target, workers
 
 from oncefire.documents import CollectionReference
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import workload
 from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
-from harness import DOC, Target, reset, target
+from oncefire_harness import DOC, Target, reset, target
 from plain_sql import PlainSqlWriter
 from write_path import RawWriter
 

@@ -21,7 +21,7 @@ import time
 import uuid
 from typing import Any
 
-from harness import DOC, Target
+from oncefire_harness import DOC, Target
 
 from oncefire import codec
 

@@ -16,7 +16,7 @@ from typing import Any
 import workload
 from benchlib import common_args, log, phase, summarize, wait_until, write_json
 from drain import describe_run
-from harness import Backlog, Target, reset, target, workers
+from oncefire_harness import Backlog, Target, reset, target, workers
 
 MAX_ATTEMPTS = workload.POISON_POLICY.max_attempts
 

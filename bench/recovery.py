@@ -16,7 +16,6 @@ from just before a publish until the function starts, on an idle worker.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -30,10 +29,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchlib import write_json
+from oncefire_harness import ONCEFIRE
+
 from oncefire import App, Settings
 
 APP = Path(__file__).resolve().parent / "recovery_app.py"
-ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 TEST_TIMINGS = {"ONCEFIRE_LEASE": "2", "ONCEFIRE_RENEW_EVERY": "0.5", "ONCEFIRE_SWEEP_EVERY": "0.5"}
 DEFAULT_TIMINGS: dict[str, str] = {}  # lease 30 s, renewed every 10 s, swept every 5 s
 
@@ -51,7 +52,7 @@ class Workers:
         self.log = root / "worker.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [ONCEFIRE, "worker", str(APP), "--processes", str(processes)],
+                [*ONCEFIRE, "worker", str(APP), "--processes", str(processes)],
                 env=environment,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -192,6 +193,7 @@ def main() -> None:
     parser.add_argument("--default", action="store_true", help="also measure default timings")
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--samples", type=int, default=None, help="recovery samples (test timings)")
+    parser.add_argument("--json", default=None, help="write the result here (default stdout)")
     args = parser.parse_args()
     samples = args.samples or (2 if args.quick else 8)
     report: dict[str, Any] = {}
@@ -208,7 +210,7 @@ def main() -> None:
             "settings": "lease 30 s, renew every 10 s, sweep every 5 s",
             **summary(measure_recovery(DEFAULT_TIMINGS, 1 if args.quick else 3)),
         }
-    print(json.dumps(report, indent=2))
+    write_json(args.json, report)
 
 
 if __name__ == "__main__":

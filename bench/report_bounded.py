@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from report_page import DASH, LABEL, Page, med, met
@@ -152,12 +151,6 @@ def text_plot(points: list[tuple[float, float]], unit: str) -> list[str]:
     return lines
 
 
-def minutes_between(start: str, then: str) -> float:
-    """Minutes from one 'YYYY-MM-DD HH:MM:SS UTC' time to another."""
-    fmt = "%Y-%m-%d %H:%M:%S UTC"
-    return (datetime.strptime(then, fmt) - datetime.strptime(start, fmt)).total_seconds() / 60
-
-
 def server_note(s: dict[str, Any]) -> str:
     """The PostgreSQL server the soak ran on, as the soak read it."""
     server = s.get("server") or {}
@@ -166,22 +159,6 @@ def server_note(s: dict[str, Any]) -> str:
     return (
         f"; the server on port {server.get('port', '?')} with autovacuum "
         f"{server.get('autovacuum', '?')} (`SHOW autovacuum`)"
-    )
-
-
-def vacuum_note(page: Page, store: str, s: dict[str, Any]) -> str:
-    """What bench/soak_vacuum.py did beside the PostgreSQL soak, when it ran."""
-    v = page.get(f"soak-{store}-vacuum")
-    rounds = v.get("rounds") or []
-    if not rounds:
-        return ""
-    first = minutes_between(s["started_at"], rounds[0]["at"])
-    took = [r["seconds"] for r in rounds]
-    return (
-        f" The server ran with autovacuum {v.get('autovacuum', '?')} (`SHOW autovacuum`), so "
-        "nothing made the deleted rows' space reusable until `bench/soak_vacuum.py` ran "
-        f"VACUUM on the soak's tables every minute from minute {first:.0f} "
-        f"({len(rounds)} rounds, {min(took):.1f}{DASH}{max(took):.1f} s each)."
     )
 
 
@@ -235,7 +212,6 @@ def soak(page: Page) -> None:
             + server_note(s)
             + f". Store size at the end / at a third of the run: {s['size_growth']:.3f}; "
             f"workers' RSS at the end / at a twelfth of the run: {s['rss_growth']:.3f}."
-            + vacuum_note(page, store, s)
             + " One column a sample (a minute):",
             "",
         )

@@ -140,8 +140,8 @@ def growth(page: Page) -> None:
         "under a TTL policy with nothing due. Each run places the same backlog the same way "
         "on both stores. The drains' workers keep the whole history (a retention of a year): "
         "the cost of retention's purge is the soak's measure. On PostgreSQL the history's "
-        "deliveries fill their pages, as oncefire's own churn leaves them "
-        "(`bench/history_pages.py`), and the pages each backlog lies on are counted.",
+        "deliveries fill their pages, as oncefire's own churn leaves them, and the pages "
+        "each backlog lies on are counted.",
         "",
     )
     for store in ("sqlite", "postgres"):
@@ -190,15 +190,15 @@ def growth(page: Page) -> None:
 
 
 def measured_apart(result: dict[str, Any]) -> str:
-    """When a scenario was measured on its own and merged into the sitting's results (bench/run_all
-    --render --merge): when, at which commit, and the load beside it."""
+    """When a result was measured apart from the page's run: when, at which commit, and the
+    load beside it (from the script's own facts, else from its run's stamp)."""
     f = result.get("facts")
     if not isinstance(f, dict):
-        return ""
-    said = (
-        f" Measured on its own from {f.get('started_at', '?')} to {f.get('ended_at', '?')}"
-        f" at commit `{f.get('commit', '?')}`"
-    )
+        run = result.get("run") or {}
+        f = {"started_at": run.get("date", "?"), "commit": run.get("commit", "?")}
+    said = f" Measured on its own from {f.get('started_at', '?')}"
+    said += f" to {f['ended_at']}" if f.get("ended_at") else ""
+    said += f" at commit `{f.get('commit', '?')}`"
     if f.get("load_min") is not None:
         said += (
             f", with the machine's 1-minute load average between {f['load_min']:.1f} and "
@@ -206,12 +206,12 @@ def measured_apart(result: dict[str, Any]) -> str:
             " else ran beside it counts)"
         )
     merged = result.get("merged_from")
-    return said + (f"; merged from `{merged}`." if merged else ".")
+    return said + (f"; its file `{merged}`." if merged else ".")
 
 
 def apart(page: Page, scenario: str) -> list[str]:
-    """A line for each store whose result of a scenario was measured on its own and merged
-    into the sitting's (measured_apart), then an empty line; nothing when none was."""
+    """A line for each store whose result of a scenario was measured apart from the page's
+    run (measured_apart), then an empty line; nothing when none was."""
     lines = [
         f"{LABEL[store]}:{measured_apart(page.get(f'{scenario}-{store}'))}"
         for store in ("sqlite", "postgres")

@@ -35,7 +35,7 @@ from typing import Any
 
 import workload
 from benchlib import log, write_json
-from harness import DOC, Backlog, Target, reset, target, workers
+from oncefire_harness import DOC, Backlog, Target, reset, target, workers
 
 from oncefire import App, OncefireError
 from oncefire.settings import Settings

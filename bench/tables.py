@@ -12,7 +12,6 @@ no worker runs, so the cost measured is the trigger's one INSERT into oncefire_r
 Watched and unwatched are measured alternately in each run, the outbox emptied before each.
 
     python bench/tables.py --rows 1000 --bulk 100000 --runs 3    # the issue's bulk size
-    python bench/tables_floor.py --bulk 100000 --runs 3          # the bulk insert part by part
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from benchlib import BENCH, PG_ADMIN_URL, WORK, common_args, log, summarize, write_json
+from benchlib import PG_ADMIN_URL, WORK, common_args, log, summarize, write_json
 
 from oncefire import App
 
@@ -192,7 +191,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "results": results,
     }
-    write_json(args.json or BENCH / "tables.json", out)
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

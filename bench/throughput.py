@@ -19,7 +19,7 @@ from typing import Any
 
 from benchlib import common_args, log, summarize, write_json
 from drain import DEFAULTS, PER_EVENT, describe_run, drain_only, end_to_end
-from harness import target
+from oncefire_harness import target
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import argparse
 import json
 import linecache
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from typing import Any
 
 import workload
 from benchlib import BENCH, SRC, WORK, log, write_json
-from harness import Backlog, backlog_store, reset, target, workers
+from oncefire_harness import Backlog, backlog_store, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 # A blocking call in C, told by its line: `.get()` is an attempt thread waiting for work
@@ -93,7 +94,7 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
 WRITER = """
 import sys, time
 import workload
-from harness import DOC
+from oncefire_harness import DOC
 app = workload.build(sys.argv[1], "noop")
 col = app.db.collection("bench")
 col.document("warm").set(DOC)
@@ -121,6 +122,12 @@ def thread_group(profile_name: str, what: str = "drain") -> str:
     if '"MainThread"' in profile_name:
         return "loop thread (claims, records, waits)"
     return "other threads"
+
+
+def short_path(file: str) -> str:
+    """A frame's file as the page shows it: from the package on (oncefire/..., json/...),
+    without the folders of the machine it ran on."""
+    return re.sub(r"^.*(/src/|/site-packages/|/lib/python3\.\d+/)", "", file)
 
 
 def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
@@ -154,7 +161,7 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
             if phase not in (IDLE, AWAITING):
                 by_operation[operation] += weight
                 leaf = chain[-1]
-                file = (leaf.get("file") or "").split("/src/")[-1].split("site-packages/")[-1]
+                file = short_path(leaf.get("file") or "")
                 leaves[f"{leaf.get('name')} ({file}:{leaf.get('line')})"] += weight
             total += weight
     busy = total - by_phase[IDLE] - by_phase[AWAITING]

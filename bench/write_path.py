@@ -29,7 +29,7 @@ import commit_pages
 import workload
 from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from btrees import postgres_btrees, sqlite_btrees
-from harness import DOC, Target, reset, target
+from oncefire_harness import DOC, Target, reset, target
 from plain_sql import PlainSqlWriter
 
 from oncefire import codec

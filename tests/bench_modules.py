@@ -1,6 +1,5 @@
-"""Load a module of bench/ in a test, with bench/'s own modules: tests have modules of the
-same names (a `harness` of the chaos tests), which may be imported already. sys.modules and
-sys.path are left as they were."""
+"""Load a module of bench/ in a test, with bench/'s own modules, fresh: a test may have
+imported a module of the same name already. sys.modules and sys.path are left as they were."""
 
 from __future__ import annotations
 

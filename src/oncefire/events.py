@@ -153,7 +153,7 @@ def view_of(event: StoredEvent, *, as_change: bool = False) -> Any:
     """What `event.data` is for a function: snapshot, change, message or tick payload."""
     data = event.data
     if event.type in DOCUMENT_TYPES:
-        # Only the snapshots the view shows are made: one each attempt costs a microsecond.
+        # Only the snapshots the view shows are made (this runs for every attempt).
         if event.type == EventType.DOCUMENT_CREATED and not as_change:
             return DocumentSnapshot.from_stored(event.source, data.get("after"))
         before = DocumentSnapshot.from_stored(event.source, data.get("before"))

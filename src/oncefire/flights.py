@@ -307,9 +307,9 @@ class AttemptThreads:
     """The threads that run a worker's sync attempts, one at a time each, started as the
     attempts in flight need them, up to `most` (more wait for a thread). A thread takes a
     flight from a queue and puts it, ended, on the worker's done queue: no future, lock or
-    callback an attempt (a ThreadPoolExecutor's cost about 9 us more an attempt, a tenth of a
-    no-op event's whole cost). Daemon threads: one still running when the process exits is
-    left to the exit; idle ones end with stop(), or once this object is gone."""
+    callback an attempt (a ThreadPoolExecutor makes all three for each; docs/performance.md).
+    Daemon threads: one still running when the process exits is left to the exit; idle ones
+    end with stop(), or once this object is gone."""
 
     def __init__(self, rt: Runtime, done: queue.SimpleQueue[Done], most: int) -> None:
         self.rt = rt

@@ -43,8 +43,8 @@ def inherited(event: StoredEvent, max_depth: int) -> Lineage:
 
 class Running:
     """Within the block, events written in this context descend from `event`. A class, not a
-    generator: it is entered once an attempt, and a generator's context manager costs three
-    times as much."""
+    generator: it is entered once an attempt, and a generator's context manager does more
+    work on each entry."""
 
     __slots__ = ("_lineage", "_token")
 

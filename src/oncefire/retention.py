@@ -35,14 +35,13 @@ if TYPE_CHECKING:
 KINDS = ("finished", "claims", "unrouted", "dedupe_hits", "buckets")
 TABLES = ("deliveries", "attempts", "events", "claims", "unrouted", "dedupe_hits", "buckets")
 STEP_BATCHES = 10_000  # rounds (a batch of each kind) in one step: the time bounds it first
-# No new round past this: 5 % of a worker's time at the default sweep_every of 5 s, which
-# purges well over 1,000 deliveries a second (bench/purge_batches.py).
+# No new round past this: 5 % of a worker's time at the default sweep_every of 5 s.
 STEP_SECONDS = 0.25
 # A worker whose step ended with rows left steps again after this many times the step's
 # duration, not at its next sweep: at most a quarter of its time, so that a store written
-# faster than one step a sweep purges (2,000 events a second on PostgreSQL) catches up.
+# faster than one step a sweep purges catches up.
 CATCH_UP_EVERY = 4.0
-RECLAIM_PAGES = 256  # free pages a step of `oncefire purge` gives back (about 10 ms)
+RECLAIM_PAGES = 256  # free pages a step of `oncefire purge` gives back
 
 
 @dataclass(slots=True)

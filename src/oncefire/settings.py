@@ -50,8 +50,7 @@ class Settings:
     statistics_retention: float = 90 * 86400.0
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100
-    """Most rows one retention batch deletes: one short write transaction each (about 0.1 ms
-    a succeeded delivery with its attempt and event, plus the commit)."""
+    """Most rows one retention batch deletes: one short write transaction each."""
 
     def __post_init__(self) -> None:
         for name in (

@@ -227,9 +227,8 @@ class Pool:
         message; its document writes look rows up by key alone). A worker's statements
         prepared on a new store were planned for tables of a few pages: ending a turn's
         attempts would scan the whole deliveries table once it grew (a hash join over a
-        sequential scan: about 1 ms of the server's time a turn at 30,000 rows) until an
-        ANALYZE, which autovacuum makes within a minute or so, and never with it off
-        (bench/ab/README.md)."""
+        sequential scan) until an ANALYZE, which autovacuum makes within a minute or so, and
+        never with it off (docs/performance.md)."""
         now = time.monotonic()
         planned_at = self._planned_at.setdefault(conn, now)
         if now - planned_at < PLANS_FOR:

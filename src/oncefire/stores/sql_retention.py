@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 
 from oncefire.stores.connection import Row, Statements
 
-RECLAIM_PAGES = 64  # pages (4 KiB each) given back a batch: about 2 ms of the write lock
+RECLAIM_PAGES = 64  # pages (4 KiB each) given back a batch, in its short write transaction
 CHUNK = 1000  # ids a statement takes (SQLite's parameter limit is 32,766)
 
 # What each kind of purge counts, by the query that counts it for a dry run.

@@ -181,7 +181,7 @@ class _Local(threading.local):
 
 class _Using:
     """A connection() block (a class, not a generator: one is entered for every statement
-    and transaction, and a generator's context manager costs a few µs more)."""
+    and transaction, and a generator's context manager does more work on each entry)."""
 
     __slots__ = ("_connections", "_flushed", "_locked", "conn", "depth", "slot")
 

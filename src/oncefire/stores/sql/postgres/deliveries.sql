@@ -4,20 +4,20 @@
 -- Statements that make work due wake sleeping workers: oncefire_wake('oncefire', ids)
 -- (migration 026), with an empty payload past 50 ids.
 -- A batch's arrays are sent in binary (%(ids)b): psycopg writes a text array element by
--- element in Python, about 1 us an element, ten times a binary one's cost. A binary array's
--- elements are of one Python type (no int among floats).
+-- element in Python (docs/performance.md). A binary array's elements are of one Python type
+-- (no int among floats).
 
 -- name: no_bitmap_scans
 -- Walk the due index in (run_at, id) order and stop at LIMIT. Right after a bulk write,
 -- before autovacuum's ANALYZE, the planner's estimates make a bitmap scan plus a sort of the
--- whole backlog look cheaper: 8 ms a claim at 5,000 pending.
+-- whole backlog look cheaper, and a lease would sort the backlog each time.
 SET LOCAL enable_bitmapscan = off;
 
 -- name: lease_due
 -- Lock due deliveries (SKIP LOCKED: those other workers hold are passed over), make them
 -- running under a fresh lease and return them with their events. The batch shares one token
--- (%(token)s): the lease is a delivery's id with it (a token a row cost 1.6 us of the server's
--- time each). %(ids)s, if not empty,
+-- (%(token)s): the lease is a delivery's id with it (the server makes no token a row).
+-- %(ids)s, if not empty,
 -- limits them to those delivery ids; %(is_ahead)s marks them started a wave ahead too, as
 -- start_leases would, but the first started when it starts alone, now (%(free_slots)s is 1,
 -- or it is the only one and a slot is free).

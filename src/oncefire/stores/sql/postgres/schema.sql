@@ -61,7 +61,7 @@ BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5s';
 -- - the plan the session keeps (generic) once psycopg prepares a statement: each has one
 --   shape whatever its values, and left to choose, PostgreSQL plans the completion again on
 --   every call (its custom plan for one delivery looks cheaper than the generic one for an
---   unknown number): 0.3 ms of the server's time an event when each is committed alone;
+--   unknown number), a large share of the server's work when each event is committed alone;
 -- - no_bitmap_scans, which the lease wants (deliveries.sql).
 BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL plan_cache_mode = force_generic_plan;
