@@ -22,7 +22,7 @@ from oncefire.history import History
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
-from oncefire.retry import RetryPolicy
+from oncefire.retry import RetryPolicy, is_real
 from oncefire.routes import check_route
 from oncefire.rows import RowTriggers
 from oncefire.runtime import Runtime
@@ -36,6 +36,8 @@ from oncefire.triggers import (
     Trigger,
     check_fields,
     check_function,
+    check_ordering,
+    function_name,
     make_options,
 )
 from oncefire.worker import DrainSummary, Worker
@@ -146,7 +148,7 @@ class App(RowTriggers):
             check_function(fn)
             self._add(
                 Trigger(
-                    name=name or fn.__name__,
+                    name=function_name(name, fn),
                     fn=fn,
                     kind="document",
                     source=parsed.text,
@@ -193,6 +195,11 @@ class App(RowTriggers):
             if dead_letter_topic == topic:
                 raise ConfigError("dead_letter_topic must differ from the topic itself.")
         if max_delivery_attempts is not None:
+            if options.get("retry") is False:
+                raise ConfigError(
+                    f"max_delivery_attempts={max_delivery_attempts!r} with retry=False: a "
+                    "message that is not retried is delivered once; drop one of them."
+                )
             base = options.get("retry_policy", RetryPolicy())
             options["retry_policy"] = RetryPolicy(
                 max_delivery_attempts,
@@ -202,12 +209,13 @@ class App(RowTriggers):
                 base.jitter,
             )
         opts = make_options(**options)
+        check_ordering("message", opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
             self._add(
                 Trigger(
-                    name=name or fn.__name__,
+                    name=function_name(name, fn),
                     fn=fn,
                     kind="message",
                     source=topic,
@@ -228,10 +236,11 @@ class App(RowTriggers):
         name = options.pop("name", None)
         parsed = Schedule.parse(schedule, timezone=timezone)
         opts = make_options(**options)
+        check_ordering("schedule", opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            fname = name or fn.__name__
+            fname = function_name(name, fn)
             self._add(
                 Trigger(
                     name=fname,
@@ -263,7 +272,7 @@ class App(RowTriggers):
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            trigger = Trigger(name or fn.__name__, fn, "http", path, verbs, opts)
+            trigger = Trigger(function_name(name, fn), fn, "http", path, verbs, opts)
             self._add(trigger)
             self.routes[path] = trigger
             self.body_limits[path] = max_body_bytes
@@ -301,7 +310,10 @@ class App(RowTriggers):
     # -- running -----------------------------------------------------------------------
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
-        """Run every delivery due now, in this process, until none is due."""
+        """Run every delivery due now, in this process, until none is due (of the functions
+        named, or of all the app's event functions)."""
+        if functions is not None:
+            self._check_names(functions)
         worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()
@@ -321,8 +333,25 @@ class App(RowTriggers):
             signal.signal(signal.SIGINT, stop)
         worker.run()
 
+    def _check_names(self, functions: Sequence[str]) -> None:
+        """Refuse what is not a list of the app's event functions, by name."""
+        names = [n for n, t in self.triggers.items() if t.kind != "http"]
+        if isinstance(functions, str) or not isinstance(functions, Sequence) or not functions:
+            raise ConfigError(
+                f"functions={functions!r}: give a list of function names, such as "
+                f"{names[:1]!r}, or None for all."
+            )
+        for name in functions:
+            if name not in names:
+                raise ConfigError(
+                    f"No event function named {name!r} is registered on this app; its event "
+                    f"functions are: {', '.join(names) or 'none'}."
+                )
+
     def stats(self, window: float = 86400) -> dict[str, FunctionStats]:
         """Per-function figures over the last `window` seconds."""
+        if not is_real(window) or window <= 0:
+            raise ConfigError(f"window={window!r}: stats cover a positive number of seconds.")
         counts = self.store.counts(self.clock.now() - window)
         return {name: FunctionStats.from_counts(name, c) for name, c in sorted(counts.items())}
 

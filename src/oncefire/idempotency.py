@@ -86,8 +86,7 @@ def check_registration(name: str, fn: Callable[..., Any], options: Options) -> N
     spec: IdempotencySpec | None = getattr(fn, "__oncefire_idempotent__", None)
     if spec is None:
         return
-    window = options.retry_policy.window() if options.retry else 0.0
-    minimum = (options.max_event_age or 0.0) + window
+    minimum = options.redelivery_window()
     if spec.ttl < minimum:
         raise ConfigError(
             f"@idempotent(ttl={spec.ttl:g}) on {name!r} could forget a key before the event's "

@@ -1,0 +1,189 @@
+"""One rule for every store: what one refuses, all refuse (NUL in any string or id), and what
+one gives back, all give back (-0.0 as 0.0, a float of 1e16 or more as that float), so a
+document valid on one store stays valid, and the same, on another."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from oncefire import App
+from oncefire.errors import InvalidDocumentError, InvalidPathError, OncefireError
+from oncefire.events import Event
+
+
+def event_count(url: str) -> int:
+    """The events the store holds, read on a connection of the test's own."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            return int(conn.execute("SELECT count(*) FROM oncefire_events").fetchone()[0])
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        found = pg.execute("SELECT count(*) FROM oncefire_events").fetchone()
+        return int(found[0]) if found else 0
+
+
+def counted(app: App, url: str) -> tuple[int, Any]:
+    """The events, and the document things/t1: what a refused write must leave as it was."""
+    return event_count(url), app.db.document("things/t1").get().to_dict()
+
+
+def _tx_claim(app: App, key: str) -> None:
+    with app.db.transaction() as tx:
+        tx.claim(key)
+
+
+WITH_NUL: list[tuple[str, Callable[[App], object], type[OncefireError], str]] = [
+    (
+        "field value",
+        lambda a: a.db.document("things/t1").set({"s": "a\x00b"}),
+        InvalidDocumentError,
+        "Field s",
+    ),
+    (
+        "nested value",
+        lambda a: a.db.document("things/t1").set({"m": {"l": ["ok", "\x00"]}}),
+        InvalidDocumentError,
+        "Field m.l[1]",
+    ),
+    (
+        "field name",
+        lambda a: a.db.document("things/t1").set({"a\x00": 1}),
+        InvalidDocumentError,
+        "field name 'a\\x00'",
+    ),
+    (
+        "merged field",
+        lambda a: a.db.document("things/t1").set({"s": "\x00"}, merge=True),
+        InvalidDocumentError,
+        "Field s",
+    ),
+    (
+        "updated field",
+        lambda a: a.db.document("things/t1").update({"m.s": "\x00"}),
+        InvalidDocumentError,
+        "Field m.s",
+    ),
+    (
+        "updated field path",
+        lambda a: a.db.document("things/t1").update({"m\x00": 1}),
+        InvalidDocumentError,
+        "U+0000",
+    ),
+    (
+        "document id",
+        lambda a: a.db.document("things/t\x00").set({"n": 1}),
+        InvalidPathError,
+        "'t\\x00'",
+    ),
+    (
+        "collection id",
+        lambda a: a.db.collection("things\x00").add({"n": 1}),
+        InvalidPathError,
+        "\\x00",
+    ),
+    ("topic", lambda a: a.publish("t\x00", {"n": 1}), InvalidPathError, "topic 't\\x00'"),
+    ("message data", lambda a: a.publish("t", {"s": "\x00"}), InvalidDocumentError, "data.s"),
+    (
+        "attribute value",
+        lambda a: a.publish("t", {}, attributes={"k": "v\x00"}),
+        InvalidDocumentError,
+        "attributes.k",
+    ),
+    (
+        "attribute name",
+        lambda a: a.publish("t", {}, attributes={"k\x00": "v"}),
+        InvalidDocumentError,
+        "'k\\x00'",
+    ),
+    ("claim key", lambda a: _tx_claim(a, "key\x00"), InvalidDocumentError, "'key\\x00'"),
+    (
+        "index field",
+        lambda a: a.db.collection("things").index("f\x00"),
+        InvalidDocumentError,
+        "U+0000",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "write", "error", "words"), WITH_NUL, ids=[case[0] for case in WITH_NUL]
+)
+def test_nul_is_refused_alike_by_every_store_and_nothing_is_written(
+    app: App,
+    store_url: str,
+    where: str,
+    write: Callable[[App], object],
+    error: type[OncefireError],
+    words: str,
+) -> None:
+    # SQLite kept NUL and PostgreSQL refused it (with a driver error, after the write began):
+    # now both refuse it, before the store, with the same error.
+    @app.on_message("t")
+    def take(event: Event) -> None:
+        """Makes a publish a delivery."""
+
+    app.db.document("things/t1").set({"n": 1, "m": {"s": "ok"}})
+    before = counted(app, store_url)
+    with pytest.raises(error) as raised:
+        write(app)
+    assert words in str(raised.value), str(raised.value)
+    assert counted(app, store_url) == before
+
+
+# Values a store gave back changed: PostgreSQL's jsonb has no -0.0, and reads 1e+16 as the
+# integer 10000000000000000 (and 2.5e+22 as 25000000000000000000000, another number).
+FLOATS = [0.0, -0.0, 1.5, 1e15, 1e16, -1e16, 2.5e22, 1.2345678901234567e20, 1.7976931348623157e308]
+
+
+def test_floats_come_back_the_same_from_every_store(app: App) -> None:
+    ref = app.db.document("things/floats")
+    data = {"each": FLOATS, "one": -0.0, "big": 2.5e22, "in": {"deep": [1e16]}}
+    ref.set(data)
+    back = ref.get().to_dict()
+    assert back == {
+        "each": [x + 0.0 for x in FLOATS],
+        "one": 0.0,
+        "big": 2.5e22,
+        "in": {"deep": [1e16]},
+    }
+    assert all(type(x) is float for x in back["each"])
+    assert repr(back["one"]) == "0.0"  # -0.0 is stored as 0.0 everywhere: one rule
+    with app.db.transaction() as tx:  # the transaction's write gives the same
+        tx.set(app.db.document("things/tx"), data)
+    assert app.db.document("things/tx").get().to_dict() == back
+
+
+def test_a_message_carries_its_floats_unchanged_on_every_store(app: App) -> None:
+    seen: list[Any] = []
+
+    @app.on_message("t")
+    def take(event: Event) -> None:
+        seen.append(event.data.data)
+
+    app.publish("t", {"x": -0.0, "big": 1e16, "huge": 2.5e22})
+    app.drain()
+    assert seen == [{"x": 0.0, "big": 1e16, "huge": 2.5e22}]
+    assert [type(v) for v in seen[0].values()] == [float, float, float]
+    assert repr(seen[0]["x"]) == "0.0"
+
+
+def test_a_write_of_negative_zero_over_zero_is_no_change(app: App) -> None:
+    writes: list[str] = []
+
+    @app.on_document_written("things/{id}")
+    def watch(event: Event) -> None:
+        writes.append(event.type)
+
+    ref = app.db.document("things/z")
+    ref.set({"n": 0.0})
+    ref.set({"n": -0.0})  # the same stored value: no event
+    app.drain()
+    assert writes == ["document.created"]
