@@ -27,7 +27,13 @@ DEMO_PORT = 8787
     help="Serve the dashboard on 127.0.0.1 after the story, until Ctrl-C "
     "[default: when run from a terminal, outside CI].",
 )
-@click.option("--port", default=DEMO_PORT, show_default=True, help="The dashboard's port.")
+@click.option(
+    "--port",
+    default=DEMO_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The dashboard's port.",
+)
 @click.option("--tables", is_flag=True, help="The second story: functions on the app's own table.")
 @friendly
 def demo(store: str | None, with_dashboard: bool | None, port: int, tables: bool) -> None:
