@@ -112,6 +112,7 @@ def test_the_dashboard_on_a_taken_port_fails_before_it_prints_its_url(run: Run) 
 
 
 def test_a_dashboard_port_out_of_range_is_refused(run: Run) -> None:
+    assert run("migrate").returncode == 0
     result = run("dashboard", "--port", "99999")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "99999 is not in the range 0<=x<=65535" in result.stderr
