@@ -22,7 +22,7 @@ from oncefire.history import History
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
-from oncefire.retry import RetryPolicy, is_real
+from oncefire.retry import RetryPolicy, is_count, is_real
 from oncefire.routes import check_route
 from oncefire.rows import RowTriggers
 from oncefire.runtime import Runtime
@@ -64,6 +64,13 @@ class App(RowTriggers):
         settings: Settings | None = None,
         **overrides: Any,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise ConfigError(f"settings={settings!r}: pass a Settings (oncefire.Settings).")
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise ConfigError(
+                f"clock={clock!r} has no now(): pass a TestClock (oncefire.testing) or a clock "
+                "whose now() returns epoch seconds."
+            )
         given = {"store": store, "max_payload_bytes": max_payload_bytes, **overrides}
         given = {k: v for k, v in given.items() if v is not None}
         given_settings = replace(settings, **given) if settings else Settings.from_env(**given)
@@ -322,6 +329,8 @@ class App(RowTriggers):
 
     def run_worker(self, *, concurrency: int | None = None, is_process: bool = False) -> None:
         """Serve deliveries in this process until SIGTERM or SIGINT."""
+        if concurrency is not None and (not is_count(concurrency) or concurrency < 1):
+            raise ConfigError(f"concurrency={concurrency!r}: run at least 1 attempt at once.")
         worker = Worker(self.runtime, concurrency=concurrency, is_process=is_process)
 
         def stop(signum: int, _frame: Any) -> None:

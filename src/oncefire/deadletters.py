@@ -11,7 +11,7 @@ from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError, DeadLetterNotFoundError, ReplayError
 from oncefire.redaction import redact
-from oncefire.retry import is_count
+from oncefire.retry import is_count, is_real
 from oncefire.stores.base import DeadLetterFilter, DeadLetterRow
 
 if TYPE_CHECKING:
@@ -120,6 +120,10 @@ def _filter(
             if value.tzinfo is None:
                 raise ConfigError("Give since/until as timezone-aware datetimes (UTC).")
             return value.timestamp()
+        if value is not None and not is_real(value):
+            raise ConfigError(
+                f"since/until={value!r}: give an aware datetime or epoch seconds (a number)."
+            )
         return value
 
     return DeadLetterFilter(function, error_contains, seconds(since), seconds(until), error_group)

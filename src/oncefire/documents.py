@@ -50,7 +50,7 @@ class Transaction:
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
-        _check_fields(data)
+        _check_fields(data, merge)
         usage.count_write()
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
@@ -186,7 +186,9 @@ def _check_claim_ttl(function: str, ttl: float) -> None:
         )
 
 
-def _check_fields(data: Any) -> None:
+def _check_fields(data: Any, merge: bool = False) -> None:
+    if not isinstance(merge, bool):
+        raise InvalidDocumentError(f"set(merge={merge!r}): merge is True or False.")
     if not isinstance(data, dict):
         raise InvalidDocumentError(
             f"Document data must be a dict of fields; got {type(data).__name__}."
@@ -234,7 +236,7 @@ class DocumentReference:
 
     def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace the document, with its events, in one transaction."""
-        if not merge and self._db._set_at_once(self.path, data):
+        if merge is False and self._db._set_at_once(self.path, data):
             return
         with self._db.transaction() as tx:
             tx.set(self, data, merge=merge)

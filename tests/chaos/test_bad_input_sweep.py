@@ -28,7 +28,7 @@ from oncefire.cli import main
 from oncefire.dashboard import create_app
 from oncefire.errors import ConfigError, InvalidDocumentError, InvalidPathError, OncefireError
 from oncefire.events import Event
-from oncefire.testing import TestClock
+from oncefire.testing import TestClock, deliver, make_event
 
 TABLES = ("documents", "events", "deliveries", "functions", "claims", "index_fields", "audit")
 
@@ -111,6 +111,26 @@ API = [
         "name=",
     ),
     Case("stats-window-nan", lambda a: a.stats(window=math.nan), ConfigError, "window=nan"),
+    Case("clock-without-now", lambda a: App(clock=123), ConfigError, "clock=123"),  # type: ignore[arg-type]
+    Case("settings-not-settings", lambda a: App(settings=123), ConfigError, "settings=123"),  # type: ignore[arg-type]
+    Case("audit-since-text", lambda a: a.audit(since="1d"), ConfigError, "since='1d'"),  # type: ignore[arg-type]
+    Case("cost-since-text", lambda a: a.cost(since="1d"), ConfigError, "since='1d'"),  # type: ignore[arg-type]
+    Case(
+        "dead-letters-since-text",
+        lambda a: a.dead_letters.list(since="yesterday"),  # type: ignore[arg-type]
+        ConfigError,
+        "'yesterday'",
+    ),
+    Case("advance-nan", lambda a: TestClock().advance(math.nan), ConfigError, "advance(nan)"),
+    Case("merge-not-bool", lambda a: _doc()(a).set({"n": 2}, merge=0), OncefireError, "merge=0"),
+    Case("callback-not-callable", lambda a: a.on_dead_letter(123), ConfigError, "got 123"),  # type: ignore[arg-type]
+    Case(
+        "deliver-no-times",
+        lambda a: deliver(a, "take", make_event("message.published", "t", {}), times=0),
+        ConfigError,
+        "times=0",
+    ),
+    Case("worker-no-concurrency", lambda a: a.run_worker(concurrency=0), ConfigError, "=0"),
     # point 10: accepted in silence
     Case("store-query", lambda a: App("sqlite:///x.db?mode=ro"), ConfigError, "'?mode=ro'"),
     Case("payload-negative", lambda a: App(max_payload_bytes=-1), ConfigError, "=-1"),
