@@ -136,10 +136,10 @@ def check_page(limit: Any, before: Any, most: int, what: str) -> None:
     """Refuse a page of other than 1 to `most` rows, or a `before` that is no row id."""
     if not is_count(limit) or not 1 <= limit <= most:
         raise ConfigError(f"limit={limit!r}: list between 1 and {most} {what} at a time.")
-    if before is not None and (not is_count(before) or before < 1):
+    if before is not None and (not is_count(before) or not 1 <= before <= MAX_DEAD_LETTER_ID):
         raise ConfigError(
-            f"before={before!r}: ids are whole numbers from 1; pass the last id of a page "
-            "to read the next one."
+            f"before={before!r}: ids are whole numbers from 1 to {MAX_DEAD_LETTER_ID}; pass "
+            "the last id of a page to read the next one."
         )
 
 

@@ -290,6 +290,17 @@ CLI = [
     ),
     Command("dlq-before", ("dlq", "list", "--before", "-5", "--store", "{store}"), "before=-5"),
     Command("audit-before", ("audit-log", "--before", "-5", "--store", "{store}"), "before=-5"),
+    Command(
+        "dlq-before-past-64-bits",
+        ("dlq", "list", "--before", "9" * 20, "--store", "{store}"),
+        "from 1 to 9223372036854775807",
+    ),
+    Command(
+        "audit-before-past-64-bits",
+        ("audit-log", "--before", str(2**63), "--store", "{store}"),
+        "from 1 to 9223372036854775807",
+    ),
+    Command("demo-in-memory", ("demo", "--store", "sqlite://", "--no-dashboard"), "in memory"),
     Command("stats-window", ("stats", "--window", "-1", "--store", "{store}"), "window=-1"),
     Command("stats-window-nan", ("stats", "--window", "nan", "--store", "{store}"), "window=nan"),
     Command("app-exits", ("drain", "{tmp}/exits.py", "--store", "{store}"), "status 3"),

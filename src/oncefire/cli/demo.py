@@ -11,7 +11,12 @@ from pathlib import Path
 
 import click
 
-from oncefire.cli.common import configure_logging, friendly, set_store_env
+from oncefire.cli.common import (
+    configure_logging,
+    friendly,
+    refuse_memory_store,
+    set_store_env,
+)
 
 DEMO_PORT = 8787
 
@@ -44,6 +49,7 @@ def demo(store: str | None, with_dashboard: bool | None, port: int, tables: bool
     logging.getLogger("oncefire.execution").setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
+    refuse_memory_store(store)  # the commands it prints next would find nothing
     set_store_env(store)
     if tables:
         from oncefire.demo_tables import app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -136,4 +137,5 @@ def serve(
     sock = bound(host, port)
     log.info("dashboard on http://%s:%d/", host, sock.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(web, log_level="warning"))
-    server.run(sockets=[sock])
+    with suppress(KeyboardInterrupt):  # Ctrl-C, raised again once served: stops, as uvicorn.run
+        server.run(sockets=[sock])
