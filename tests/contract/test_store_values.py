@@ -187,3 +187,25 @@ def test_a_write_of_negative_zero_over_zero_is_no_change(app: App) -> None:
     ref.set({"n": -0.0})  # the same stored value: no event
     app.drain()
     assert writes == ["document.created"]
+
+
+def test_an_http_request_with_nul_is_answered_alike_by_every_store(app: App) -> None:
+    # PostgreSQL answered 500 (its event could not be stored) where SQLite served the request.
+    from starlette.testclient import TestClient
+
+    from oncefire.http import build_asgi
+
+    @app.on_request("/items/{id}", methods=["GET", "POST"])
+    def items(event: Event) -> dict[str, Any]:
+        return {"id": event.params["id"], "body": len(event.data.content)}
+
+    http = TestClient(build_asgi(app, []))
+    refused = http.get("/items/%00")
+    assert refused.status_code == 400 and "NUL" in refused.json()["message"]
+    # A body that holds NUL is the function's, whole; its event keeps it as a binary body
+    # is kept (no text, its size and hash).
+    served = http.post("/items/a", content=b'{"s": "a\x00b"}')
+    assert served.status_code == 200 and served.json() == {"id": "a", "body": 12}
+    [execution] = app.history.executions("items")
+    stored = app.history.event(execution.event_id).data
+    assert stored["body"] is None and stored["body_size"] == 12
