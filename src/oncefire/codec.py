@@ -224,9 +224,8 @@ def encode_document(data: Any, *, is_fields: bool = True) -> str:
             f"Document data must be a dict of fields; got {type(data).__name__}."
         )
     text = dumps(data)
+    refuse_nul(text)
     try:
-        if "\\u0000" in text:  # how the encoder writes NUL (or a backslash before "u0000")
-            _refuse_nul(loads(text), "")
         if is_fields and '"":' in text:  # an empty key (or text that looks like one)
             _refuse_empty_name(loads(text), "")
     except RecursionError:
@@ -238,6 +237,19 @@ def encode_document(data: Any, *, is_fields: bool = True) -> str:
             f"{MAX_DOCUMENT_BYTES:,}: split it or store large blobs elsewhere."
         )
     return text
+
+
+def refuse_nul(text: str, what: str = "") -> None:
+    """Refuse JSON text (as dumps wrote it) whose data holds NUL, which no store keeps alike:
+    an InvalidDocumentError naming the field, after `what` if given."""
+    if "\\u0000" not in text:  # how the encoder writes NUL (or a backslash before "u0000")
+        return
+    try:
+        _refuse_nul(loads(text), "")
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None
+    except InvalidDocumentError as exc:
+        raise InvalidDocumentError(f"{what}: {exc}" if what else str(exc)) from None
 
 
 def _refuse_nul(value: Any, where: str) -> None:

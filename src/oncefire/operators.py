@@ -101,6 +101,7 @@ class Operators:
             raise ConfigError("An edited payload must be a JSON object, like the original.")
         data = restore(payload, letter.payload)
         text = codec.dumps(data)
+        codec.refuse_nul(text, "The edited payload")
         now = self._rt.clock.now()
         event = StoredEvent(
             codec.new_id(now), letter.event_type, letter.source, now, data, len(text.encode())

@@ -177,7 +177,7 @@ def check_fields(kind: str, fields: Any) -> tuple[str, ...]:
             '["status", "customer.email"].'
         )
     for path in fields:
-        if not isinstance(path, str) or not all(path.split(".")):
+        if not isinstance(path, str) or not all(path.split(".")) or "\x00" in path:
             raise ConfigError(
                 f"fields holds {path!r}, which is not a field path: use a field name or a "
                 'dotted path such as "customer.email".'

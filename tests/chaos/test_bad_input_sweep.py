@@ -184,6 +184,12 @@ API = [
     ),
     Case("empty-name", lambda a: _on_message(a, name=""), ConfigError, "name=''"),
     Case(
+        "nul-in-fields",
+        lambda a: a.on_document_updated("things/{id}", name="u", fields=["s\x00"]),
+        ConfigError,
+        "fields holds 's\\x00'",
+    ),
+    Case(
         "ordering-message",
         lambda a: _on_message(a, name="x", ordering="document"),
         ConfigError,

@@ -209,3 +209,18 @@ def test_an_http_request_with_nul_is_answered_alike_by_every_store(app: App) -> 
     [execution] = app.history.executions("items")
     stored = app.history.event(execution.event_id).data
     assert stored["body"] is None and stored["body_size"] == 12
+
+
+def test_an_edited_payload_with_nul_is_refused_and_the_dead_letter_kept(app: App) -> None:
+    @app.on_message("t", retry=False)
+    def take(event: Event) -> None:
+        raise RuntimeError("refused")
+
+    app.publish("t", {"n": 1})
+    app.drain()
+    [letter] = app.dead_letters.list()
+    edited = {"data": {"n": "\x00"}, "attributes": {}}
+    with pytest.raises(InvalidDocumentError, match="The edited payload: Field data.n"):
+        app.operators.replay_edited(letter.id, edited)
+    assert [d.id for d in app.dead_letters.list()] == [letter.id]
+    assert app.operators.audit_log() == []
