@@ -220,7 +220,7 @@ def test_an_edited_payload_with_nul_is_refused_and_the_dead_letter_kept(app: App
     app.drain()
     [letter] = app.dead_letters.list()
     edited = {"data": {"n": "\x00"}, "attributes": {}}
-    with pytest.raises(InvalidDocumentError, match="The edited payload: Field data.n"):
+    with pytest.raises(InvalidDocumentError, match=r"The edited payload: Field data\.n"):
         app.operators.replay_edited(letter.id, edited)
     assert [d.id for d in app.dead_letters.list()] == [letter.id]
     assert app.operators.audit_log() == []
