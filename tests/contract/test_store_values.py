@@ -4,13 +4,16 @@ document valid on one store stays valid, and the same, on another."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from oncefire import App
+from oncefire import App, codec
 from oncefire.errors import InvalidDocumentError, InvalidPathError, OncefireError
 from oncefire.events import Event
 
@@ -224,3 +227,60 @@ def test_an_edited_payload_with_nul_is_refused_and_the_dead_letter_kept(app: App
         app.operators.replay_edited(letter.id, edited)
     assert [d.id for d in app.dead_letters.list()] == [letter.id]
     assert app.operators.audit_log() == []
+
+
+# -- any document, on both stores at once --------------------------------------------------
+
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=6) | st.sampled_from(
+    ["", "\x00", "a\x00", '"":', "\\u0000", "e+1", "-0.0"]
+)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**25), 10**25)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([-0.0, 1e16, 2.5e22, -1.7976931348623157e308])
+    | _text
+)
+_documents = st.dictionaries(
+    _text,
+    st.recursive(
+        _scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+        max_leaves=8,
+    ),
+    max_size=4,
+)
+
+
+def outcome(app: App, path: str, data: dict[str, Any]) -> tuple[str, Any]:
+    """("stored", what reads back) or ("refused", the error's class and message)."""
+    try:
+        app.db.document(path).set(data)
+    except OncefireError as exc:
+        return "refused", (type(exc).__name__, str(exc))
+    return "stored", app.db.document(path).get().to_dict()
+
+
+_written = itertools.count()
+
+
+@pytest.mark.postgres
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=_documents)
+def test_any_document_is_taken_or_refused_alike_and_read_back_alike(
+    sqlite_url: str, postgres_store_url: str, data: dict[str, Any]
+) -> None:
+    path = f"things/d{next(_written)}"
+    apps = [App(sqlite_url), App(postgres_store_url)]
+    try:
+        on_sqlite, on_postgres = (outcome(app, path, data) for app in apps)
+    finally:
+        for app in apps:
+            app.close()
+    assert on_sqlite == on_postgres
+    if on_sqlite[0] == "stored":
+        back = on_sqlite[1]
+        assert codec.canonical(back) == codec.canonical(data)  # the same values, -0.0 as 0.0
