@@ -271,6 +271,11 @@ CLI = [
     ),
     Command("delete-missing", ("doc", "delete", "things/nope", "--store", "{store}"), "No doc"),
     Command(
+        "delete-in-no-store",
+        ("doc", "delete", "things/t1", "--store", "sqlite:///{tmp}/none.db"),
+        "no oncefire store",
+    ),
+    Command(
         "duplicate-key",
         ("doc", "set", "things/t1", '{{"a": 1, "a": 2}}', "--store", "{store}"),
         "key 'a' twice",
@@ -332,7 +337,7 @@ def test_a_bad_command_line_is_one_error_line_and_changes_nothing(
     assert len(errors) == 1, result.output
     assert command.words in errors[0], errors[0]
     assert snapshot(url) == before
-    assert not (tmp_path / "x.db?mode=ro").exists()
+    assert not (tmp_path / "x.db?mode=ro").exists() and not (tmp_path / "none.db").exists()
 
 
 # -- the dashboard: a page and the API refuse the same paging alike -----------------------

@@ -76,7 +76,7 @@ def doc_set(path: str, data: str, store: str | None, merge: bool) -> None:
 @friendly
 def doc_delete(path: str, store: str | None) -> None:
     """Delete a document (exit 1 if it does not exist)."""
-    db = open_app(store, is_write=True).db
+    db = open_app(store).db  # a store that does not exist holds no document: not made
     ref = db.document(path)
     with db.transaction() as tx:
         if not tx.get(ref).exists:
