@@ -29,6 +29,7 @@ from oncefire.dashboard import create_app
 from oncefire.errors import ConfigError, InvalidDocumentError, InvalidPathError, OncefireError
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.worker import Worker
 
 TABLES = ("documents", "events", "deliveries", "functions", "claims", "index_fields", "audit")
 
@@ -130,7 +131,6 @@ API = [
         ConfigError,
         "times=0",
     ),
-    Case("worker-no-concurrency", lambda a: a.run_worker(concurrency=0), ConfigError, "=0"),
     # point 10: accepted in silence
     Case("store-query", lambda a: App("sqlite:///x.db?mode=ro"), ConfigError, "'?mode=ro'"),
     Case("payload-negative", lambda a: App(max_payload_bytes=-1), ConfigError, "=-1"),
@@ -239,6 +239,17 @@ def test_a_bad_input_at_the_api_is_one_clear_error_and_changes_nothing(
     assert case.words in message, message
     assert "\n" not in message.strip()
     assert snapshot(url) == before
+
+
+def test_a_worker_of_no_concurrency_is_refused_before_it_starts(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def started(self: Any) -> None:
+        raise AssertionError("the worker started (and would have served forever)")
+
+    monkeypatch.setattr(Worker, "run", started)
+    with pytest.raises(ConfigError, match="concurrency=0"):
+        app.run_worker(concurrency=0)
 
 
 # -- the command line: one `Error:` line, a non-zero exit, no traceback -------------------
