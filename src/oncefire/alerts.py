@@ -71,6 +71,10 @@ class Alerts:
 
     def on_dead_letter(self, callback: DeadLetterCallback) -> DeadLetterCallback:
         """Call callback(dead_letter) once per new dead letter (at least once: key on its id)."""
+        if not callable(callback):
+            raise ConfigError(
+                f"on_dead_letter takes a function of the dead letter; got {callback!r}."
+            )
         self.callbacks.append(callback)
         return callback
 

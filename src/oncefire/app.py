@@ -22,7 +22,7 @@ from oncefire.history import History
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
-from oncefire.retry import RetryPolicy
+from oncefire.retry import RetryPolicy, is_count, is_real
 from oncefire.routes import check_route
 from oncefire.rows import RowTriggers
 from oncefire.runtime import Runtime
@@ -36,6 +36,8 @@ from oncefire.triggers import (
     Trigger,
     check_fields,
     check_function,
+    check_ordering,
+    function_name,
     make_options,
 )
 from oncefire.worker import DrainSummary, Worker
@@ -62,6 +64,13 @@ class App(RowTriggers):
         settings: Settings | None = None,
         **overrides: Any,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise ConfigError(f"settings={settings!r}: pass a Settings (oncefire.Settings).")
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise ConfigError(
+                f"clock={clock!r} has no now(): pass a TestClock (oncefire.testing) or a clock "
+                "whose now() returns epoch seconds."
+            )
         given = {"store": store, "max_payload_bytes": max_payload_bytes, **overrides}
         given = {k: v for k, v in given.items() if v is not None}
         given_settings = replace(settings, **given) if settings else Settings.from_env(**given)
@@ -146,7 +155,7 @@ class App(RowTriggers):
             check_function(fn)
             self._add(
                 Trigger(
-                    name=name or fn.__name__,
+                    name=function_name(name, fn),
                     fn=fn,
                     kind="document",
                     source=parsed.text,
@@ -193,6 +202,11 @@ class App(RowTriggers):
             if dead_letter_topic == topic:
                 raise ConfigError("dead_letter_topic must differ from the topic itself.")
         if max_delivery_attempts is not None:
+            if options.get("retry") is False:
+                raise ConfigError(
+                    f"max_delivery_attempts={max_delivery_attempts!r} with retry=False: a "
+                    "message that is not retried is delivered once; drop one of them."
+                )
             base = options.get("retry_policy", RetryPolicy())
             options["retry_policy"] = RetryPolicy(
                 max_delivery_attempts,
@@ -202,12 +216,13 @@ class App(RowTriggers):
                 base.jitter,
             )
         opts = make_options(**options)
+        check_ordering("message", opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
             self._add(
                 Trigger(
-                    name=name or fn.__name__,
+                    name=function_name(name, fn),
                     fn=fn,
                     kind="message",
                     source=topic,
@@ -238,10 +253,11 @@ class App(RowTriggers):
             schedule, timezone=timezone, catch_up=catch_up, misfire_grace=misfire_grace
         )
         opts = make_options(**options)
+        check_ordering("schedule", opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            fname = name or fn.__name__
+            fname = function_name(name, fn)
             self._add(
                 Trigger(
                     name=fname,
@@ -273,7 +289,7 @@ class App(RowTriggers):
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            trigger = Trigger(name or fn.__name__, fn, "http", path, verbs, opts)
+            trigger = Trigger(function_name(name, fn), fn, "http", path, verbs, opts)
             self._add(trigger)
             self.routes[path] = trigger
             self.body_limits[path] = max_body_bytes
@@ -311,7 +327,10 @@ class App(RowTriggers):
     # -- running -----------------------------------------------------------------------
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
-        """Run every delivery due now, in this process, until none is due."""
+        """Run every delivery due now, in this process, until none is due (of the functions
+        named, or of all the app's event functions)."""
+        if functions is not None:
+            self._check_names(functions)
         worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()
@@ -320,6 +339,8 @@ class App(RowTriggers):
 
     def run_worker(self, *, concurrency: int | None = None, is_process: bool = False) -> None:
         """Serve deliveries in this process until SIGTERM or SIGINT."""
+        if concurrency is not None and (not is_count(concurrency) or concurrency < 1):
+            raise ConfigError(f"concurrency={concurrency!r}: run at least 1 attempt at once.")
         worker = Worker(self.runtime, concurrency=concurrency, is_process=is_process)
 
         def stop(signum: int, _frame: Any) -> None:
@@ -331,8 +352,25 @@ class App(RowTriggers):
             signal.signal(signal.SIGINT, stop)
         worker.run()
 
+    def _check_names(self, functions: Sequence[str]) -> None:
+        """Refuse what is not a list of the app's event functions, by name."""
+        names = [n for n, t in self.triggers.items() if t.kind != "http"]
+        if isinstance(functions, str) or not isinstance(functions, Sequence) or not functions:
+            raise ConfigError(
+                f"functions={functions!r}: give a list of function names, such as "
+                f"{names[:1]!r}, or None for all."
+            )
+        for name in functions:
+            if name not in names:
+                raise ConfigError(
+                    f"No event function named {name!r} is registered on this app; its event "
+                    f"functions are: {', '.join(names) or 'none'}."
+                )
+
     def stats(self, window: float = 86400) -> dict[str, FunctionStats]:
         """Per-function figures over the last `window` seconds."""
+        if not is_real(window) or window <= 0:
+            raise ConfigError(f"window={window!r}: stats cover a positive number of seconds.")
         counts = self.store.counts(self.clock.now() - window)
         return {name: FunctionStats.from_counts(name, c) for name, c in sorted(counts.items())}
 

@@ -9,11 +9,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from oncefire.errors import DocumentTooLargeError, InvalidDocumentError, StoreError
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
+TOO_DEEP = "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
 _TIME_TAG = "$time"
 _TIME_TAG_BYTES = _TIME_TAG.encode()
 
@@ -30,7 +32,7 @@ def _encode_value(value: Any, where: str) -> Any:
                 f"Field {where or '<root>'} is {value}: NaN and infinity are not JSON; "
                 "store null or a finite number."
             )
-        return value
+        return value + 0.0  # -0.0 is stored as 0.0 on every store: jsonb has no -0.0
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise InvalidDocumentError(
@@ -77,17 +79,34 @@ _ENCODERS = {
 def _json(value: Any, *, sort_keys: bool) -> str:
     """json.dumps of checked data; what JSON or UTF-8 cannot hold is an InvalidDocumentError."""
     try:
-        return _ENCODERS[sort_keys].encode(_encode_value(value, ""))
+        encoded = _encode_value(value, "")
+        text = _ENCODERS[sort_keys].encode(encoded)
+        # A float of 1e16 or more is written with an exponent ("1e+16"), which PostgreSQL's
+        # jsonb reads as a whole number: such floats are written out in full instead.
+        return text if "e+" not in text else _in_full(encoded, sort_keys)
     except InvalidDocumentError:
         raise
     except RecursionError:
-        raise InvalidDocumentError(
-            "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
-        ) from None
+        raise InvalidDocumentError(TOO_DEEP) from None
     except ValueError:  # Python converts at most 4,300 digits of an integer to text
         raise InvalidDocumentError(
             "The data holds an integer of over 4,300 digits: store it as a string."
         ) from None
+
+
+def _in_full(value: Any, sort_keys: bool) -> str:
+    """The JSON of encoded data, as the encoder writes it, but for each float of 1e16 or more
+    written without an exponent ("10000000000000000.0"): every store gives it back as the
+    same float."""
+    if isinstance(value, float) and abs(value) >= 1e16:
+        return format(Decimal(repr(value)), "f") + ".0"
+    if isinstance(value, dict):
+        items = sorted(value.items()) if sort_keys else value.items()
+        encode = _ENCODERS[sort_keys].encode
+        return "{" + ",".join(f"{encode(k)}:{_in_full(v, sort_keys)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_in_full(item, sort_keys) for item in value) + "]"
+    return _ENCODERS[sort_keys].encode(value)
 
 
 def dumps(value: Any) -> str:
@@ -121,6 +140,49 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_hook=_decode_hook)
 
 
+class _KeyTwice(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(key)
+            seen.add(key)
+    return out
+
+
+def parse(text: str | bytes, what: str) -> Any:
+    """JSON a person gave (a command's argument, a request's body), or InvalidDocumentError
+    saying why not: not JSON, a key twice in one object (JSON would keep the last without a
+    word), an integer past 4,300 digits, or nesting too deep."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except json.JSONDecodeError as exc:
+        raise InvalidDocumentError(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidDocumentError(f"{what} is not UTF-8 text.") from None
+    except _KeyTwice as exc:
+        raise InvalidDocumentError(
+            f"{what} gives the key {exc.key!r} twice in one object, and JSON would keep only "
+            "the last: give it once."
+        ) from None
+    except ValueError:  # an integer past Python's 4,300-digit conversion limit
+        raise InvalidDocumentError(
+            f"{what} holds an integer of over 4,300 digits: store it as a string."
+        ) from None
+    except RecursionError:
+        raise InvalidDocumentError(
+            f"{what} is nested too deeply: flatten it (a few hundred levels at most)."
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Undecodable:
     """A stored value oncefire cannot decode (written around it, or damaged), in place of
@@ -147,18 +209,27 @@ def loads_or_undecodable(text: str | bytes) -> Any:
 def is_jsonb_exact(text: str) -> bool:
     """Whether PostgreSQL's jsonb gives this JSON back as written, once encoded again: jsonb
     has no -0.0, and writes a float of 1e16 or more without its exponent (so it is read back
-    as an integer). Told by the text: a string holding "e+" or "-0.0" counts as such a
-    number, which costs only the one-statement write."""
+    as an integer). dumps writes neither (0.0, and such floats in full), so what this finds
+    is older text, or a string (or a number such as -0.05) that looks like one, which costs
+    only the one-statement write."""
     return "e+" not in text and "-0.0" not in text
 
 
-def encode_document(data: Any) -> str:
-    """JSON of a document's fields, checked for type and the 1 MiB limit."""
+def encode_document(data: Any, *, is_fields: bool = True) -> str:
+    """JSON of a document's fields, checked for type, NUL characters (no store keeps them
+    alike), empty field names (unless is_fields is False: a message's data may have them)
+    and the 1 MiB limit."""
     if not isinstance(data, dict):
         raise InvalidDocumentError(
             f"Document data must be a dict of fields; got {type(data).__name__}."
         )
     text = dumps(data)
+    refuse_nul(text)
+    try:
+        if is_fields and '"":' in text:  # an empty key (or text that looks like one)
+            _refuse_empty_name(loads(text), "")
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None
     size = len(utf8(text))
     if size > MAX_DOCUMENT_BYTES:
         raise DocumentTooLargeError(
@@ -166,6 +237,54 @@ def encode_document(data: Any) -> str:
             f"{MAX_DOCUMENT_BYTES:,}: split it or store large blobs elsewhere."
         )
     return text
+
+
+def refuse_nul(text: str, what: str = "") -> None:
+    """Refuse JSON text (as dumps wrote it) whose data holds NUL, which no store keeps alike:
+    an InvalidDocumentError naming the field, after `what` if given."""
+    if "\\u0000" not in text:  # how the encoder writes NUL (or a backslash before "u0000")
+        return
+    try:
+        _refuse_nul(loads(text), "")
+    except RecursionError:
+        raise InvalidDocumentError(TOO_DEEP) from None
+    except InvalidDocumentError as exc:
+        raise InvalidDocumentError(f"{what}: {exc}" if what else str(exc)) from None
+
+
+def _refuse_nul(value: Any, where: str) -> None:
+    """Raise InvalidDocumentError naming the first field or field name that holds NUL."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidDocumentError(
+            f"Field {where or '<root>'} holds the character U+0000 (NUL), which no store keeps "
+            "alike: remove it, or encode such values (base64)."
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                raise InvalidDocumentError(
+                    f"The field name {key!r} holds the character U+0000 (NUL), which no store "
+                    "keeps alike: rename it."
+                )
+            _refuse_nul(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_nul(item, f"{where}[{i}]")
+
+
+def _refuse_empty_name(value: Any, where: str) -> None:
+    """Raise InvalidDocumentError naming the first map that has an empty field name."""
+    if isinstance(value, dict):
+        if "" in value:
+            raise InvalidDocumentError(
+                f"Field {where or '<root>'} has an empty field name (''): field names are "
+                "non-empty strings; rename it."
+            )
+        for key, item in value.items():
+            _refuse_empty_name(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_empty_name(item, f"{where}[{i}]")
 
 
 def document_event(before: str | None, data_json: str, create_time: float, now: float) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from oncefire.errors import ConfigError
 from oncefire.prices import PriceTable
+from oncefire.retry import is_real
 from oncefire.stores.cost_sums import OutcomeSums, cost_sums
 
 if TYPE_CHECKING:
@@ -182,8 +183,8 @@ def estimate(
 ) -> CostReport:
     """Each function's spending over the last `since` seconds, priced by `prices` (the
     defaults when None). Functions the app registers appear even with no attempts."""
-    if since <= 0:
-        raise ConfigError(f"since={since} must be a positive number of seconds.")
+    if not is_real(since) or since <= 0:
+        raise ConfigError(f"since={since!r} must be a positive number of seconds.")
     table = prices or PriceTable.load()
     rows_of: dict[str, list[OutcomeSums]] = {name: [] for name in rt.triggers}
     for row in cost_sums(rt.store, rt.clock.now() - since):

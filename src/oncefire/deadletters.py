@@ -11,6 +11,7 @@ from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError, DeadLetterNotFoundError, ReplayError
 from oncefire.redaction import redact
+from oncefire.retry import is_count, is_real
 from oncefire.stores.base import DeadLetterFilter, DeadLetterRow
 
 if TYPE_CHECKING:
@@ -119,12 +120,27 @@ def _filter(
             if value.tzinfo is None:
                 raise ConfigError("Give since/until as timezone-aware datetimes (UTC).")
             return value.timestamp()
+        if value is not None and not is_real(value):
+            raise ConfigError(
+                f"since/until={value!r}: give an aware datetime or epoch seconds (a number)."
+            )
         return value
 
     return DeadLetterFilter(function, error_contains, seconds(since), seconds(until), error_group)
 
 
 MAX_DEAD_LETTER_ID = 2**63 - 1  # a 64-bit row id
+
+
+def check_page(limit: Any, before: Any, most: int, what: str) -> None:
+    """Refuse a page of other than 1 to `most` rows, or a `before` that is no row id."""
+    if not is_count(limit) or not 1 <= limit <= most:
+        raise ConfigError(f"limit={limit!r}: list between 1 and {most} {what} at a time.")
+    if before is not None and (not is_count(before) or not 1 <= before <= MAX_DEAD_LETTER_ID):
+        raise ConfigError(
+            f"before={before!r}: ids are whole numbers from 1 to {MAX_DEAD_LETTER_ID}; pass "
+            "the last id of a page to read the next one."
+        )
 
 
 def check_dead_letter_id(dead_letter_id: Any) -> int:
@@ -161,8 +177,7 @@ class DeadLetters:
         """Newest first; pass the last id of a page as `before` for the next page. By
         function, and by a function's error group (its error's first line), a page walks an
         index only."""
-        if not 1 <= limit <= 1000:
-            raise ConfigError(f"limit={limit}: list between 1 and 1000 dead letters at a time.")
+        check_page(limit, before, 1000, "dead letters")
         where = _filter(function, error_contains, since, until, error_group)
         rows = self._rt.store.list_dead(where, limit, before)
         limit_bytes = self._rt.settings.max_payload_bytes
@@ -219,8 +234,7 @@ class DeadLetters:
         letter, it reads at most `window` (default SEARCH_WINDOW) and says whether older ones
         were left unread."""
         window = SEARCH_WINDOW if window is None else window
-        if not 1 <= limit <= 1000:
-            raise ConfigError(f"limit={limit}: list between 1 and 1000 dead letters at a time.")
+        check_page(limit, before, 1000, "dead letters")
         if not 1 <= window <= 100_000:
             raise ConfigError(f"window={window}: search between 1 and 100,000 dead letters.")
         if not error_contains:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,13 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from oncefire import codec, paths, transforms, usage
 from oncefire.clock import Clock
-from oncefire.errors import DocumentNotFoundError, InvalidDocumentError, TransactionError
-from oncefire.events import CURRENT_EVENT, DocumentSnapshot, EventType
+from oncefire.errors import (
+    ConfigError,
+    DocumentNotFoundError,
+    InvalidDocumentError,
+    TransactionError,
+)
+from oncefire.events import CURRENT_APP, CURRENT_EVENT, DocumentSnapshot, EventType
 from oncefire.lineage import CURRENT_LINEAGE
 from oncefire.messages import message_payload
 from oncefire.outbox import document_subscribers, emit
 from oncefire.query import Query, index_key
 from oncefire.query_plan import Shape
+from oncefire.retry import is_real
 from oncefire.stores.catalog import Fanout
 
 if TYPE_CHECKING:
@@ -45,7 +50,7 @@ class Transaction:
     def set(self, ref: DocumentReference, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace a document (merge=True merges fields into an existing one)."""
         tx = self._check()
-        _check_fields(data)
+        _check_fields(data, merge)
         usage.count_write()
         now = self._db.clock.now()
         current = tx.get_document(ref.path)
@@ -90,16 +95,20 @@ class Transaction:
     def claim(self, key: str, *, ttl: float = 7 * 86400) -> bool:
         """Claim an idempotency key with this transaction's writes; False if already claimed."""
         tx = self._check()
-        if not isinstance(key, str) or not key:
-            raise InvalidDocumentError("A claim key must be a non-empty string.")
-        if not math.isfinite(ttl) or ttl <= 0:
+        if not isinstance(key, str) or not key or "\x00" in key:
             raise InvalidDocumentError(
-                f"claim(ttl={ttl}): use a positive, finite number of seconds."
+                f"claim({key!r}): a claim key is a non-empty string without NUL characters."
             )
+        if not is_real(ttl) or ttl <= 0:
+            raise InvalidDocumentError(
+                f"claim(ttl={ttl!r}): use a positive, finite number of seconds."
+            )
+        current = CURRENT_EVENT.get()
+        if current is not None:
+            _check_claim_ttl(current.function, ttl)
         now = self._db.clock.now()
         usage.count_write()
         is_new = tx.claim_key(key, now, now + ttl)
-        current = CURRENT_EVENT.get()
         if not is_new and current is not None:
             tx.count_dedupe_hit(current.function, now)
         return is_new
@@ -161,7 +170,25 @@ class Transaction:
         )
 
 
-def _check_fields(data: Any) -> None:
+def _check_claim_ttl(function: str, ttl: float) -> None:
+    """Refuse a claim the store would forget while the running function's event may still be
+    delivered again: the redelivery would claim the key anew and repeat the effect."""
+    app = CURRENT_APP.get()
+    trigger = None if app is None else app.triggers.get(function)
+    if trigger is None:
+        return
+    minimum = trigger.options.redelivery_window()
+    if ttl < minimum:
+        raise ConfigError(
+            f"tx.claim(ttl={ttl:g}) in {function!r} could forget the key before the event's "
+            f"last redelivery: use a ttl of at least {minimum:g} s (max_event_age plus the retry "
+            "window), as @idempotent and retention require."
+        )
+
+
+def _check_fields(data: Any, merge: bool = False) -> None:
+    if not isinstance(merge, bool):
+        raise InvalidDocumentError(f"set(merge={merge!r}): merge is True or False.")
     if not isinstance(data, dict):
         raise InvalidDocumentError(
             f"Document data must be a dict of fields; got {type(data).__name__}."
@@ -209,7 +236,7 @@ class DocumentReference:
 
     def set(self, data: dict[str, Any], *, merge: bool = False) -> None:
         """Create or replace the document, with its events, in one transaction."""
-        if not merge and self._db._set_at_once(self.path, data):
+        if merge is False and self._db._set_at_once(self.path, data):
             return
         with self._db.transaction() as tx:
             tx.set(self, data, merge=merge)
@@ -266,6 +293,7 @@ class CollectionReference(Query):
 
     def index(self, field: str) -> None:
         """Keep an index of a field, so equality queries on it do not scan the collection."""
+        transforms.field_names(field, "index field")
 
         def entries_of(docs: Iterator[tuple[str, dict[str, Any]]]) -> dict[str, str]:
             return {

@@ -141,6 +141,10 @@ class Endpoints:
         body = await read_body(request, limit)
         if body is None:
             return error(413, "payload_too_large", f"The request body is over {limit} bytes.")
+        if "\x00" in request.scope["path"]:  # the request's event has its path as source
+            return error(
+                400, "bad_request", "The request's path holds %00 (NUL), which no store keeps."
+            )
         slots = self.slots[trigger.name]
         if not slots.try_take():
             return error(

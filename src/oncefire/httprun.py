@@ -71,6 +71,8 @@ def request_payload(request: Request, body: bytes) -> dict[str, Any]:
         text: str | None = body.decode() if len(body) <= STORED_BODY_BYTES else None
     except UnicodeDecodeError:
         text = None
+    if text is not None and "\x00" in text:  # not text every store keeps: kept as bytes are
+        text = None
     return {
         "method": request.method,
         "path": request.url.path,

@@ -86,8 +86,7 @@ def check_registration(name: str, fn: Callable[..., Any], options: Options) -> N
     spec: IdempotencySpec | None = getattr(fn, "__oncefire_idempotent__", None)
     if spec is None:
         return
-    window = options.retry_policy.window() if options.retry else 0.0
-    minimum = (options.max_event_age or 0.0) + window
+    minimum = options.redelivery_window()
     if spec.ttl < minimum:
         raise ConfigError(
             f"@idempotent(ttl={spec.ttl:g}) on {name!r} could forget a key before the event's "
@@ -142,11 +141,12 @@ class _Hold:
 def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
     named = spec.key(event)
     shown = "" if named is None else str(named)
-    if not shown:
-        # Retrying cannot help, and "None" as a key would join unrelated events.
+    if not shown or "\x00" in shown:
+        # Retrying cannot help, "None" as a key would join unrelated events, and no store
+        # keeps NUL alike.
         raise PermanentError(
-            f"The idempotency key of {event.function!r} for event {event.id} is empty or None: "
-            "make key= return a non-empty string."
+            f"The idempotency key of {event.function!r} for event {event.id} is {shown!r}: "
+            "make key= return a non-empty string without NUL characters."
         )
     # Records are kept per function and helper (neither name has a '/'), so two functions on
     # one event each run once, and so do two helpers called by one function.

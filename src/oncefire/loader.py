@@ -16,7 +16,14 @@ TARGET_HINT = "give APP as module:app or path/file.py"
 
 
 def _failed(what: str, exc: BaseException) -> ConfigError:
-    """A one-line error for a program that raised while it was imported."""
+    """A one-line error for a program that raised, or exited, while it was imported."""
+    if isinstance(exc, SystemExit):
+        status = "" if exc.code is None else f" with status {exc.code!r}"
+        return ConfigError(
+            f"Cannot load {what}: it exited{status} while being imported (sys.exit at import "
+            "time); oncefire imports the app's module, so keep sys.exit under "
+            '`if __name__ == "__main__":`.'
+        )
     if isinstance(exc, SyntaxError):
         where = f" ({Path(exc.filename or what).name}, line {exc.lineno})"
         return ConfigError(f"Cannot load {what}: SyntaxError: {exc.msg}{where}.")
@@ -42,7 +49,7 @@ def load_module(path: Path) -> ModuleType:
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         del sys.modules[name]
         raise _failed(str(path), exc) from exc
     return module
@@ -57,7 +64,7 @@ def _import(module_part: str) -> ModuleType:
         if exc.name is not None and module_part.startswith(exc.name):
             raise ConfigError(f"Cannot import {module_part!r} ({exc}): {TARGET_HINT}.") from exc
         raise _failed(module_part, exc) from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise _failed(module_part, exc) from exc
 
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from oncefire.stores.base import Leased
     from oncefire.triggers import Trigger
 
+RESERVED_PREFIX = "oncefire."  # the attributes of a message oncefire republishes (below)
+
 
 def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
     """The stored form of a message, checked: {"data": ..., "attributes": {str: str}}."""
@@ -29,8 +31,17 @@ def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
             raise InvalidMessageError(
                 f"Attribute {key!r}={value!r}: attribute names and values must be strings."
             )
+        if not key:
+            raise InvalidMessageError(
+                f"Attribute ''={value!r}: an attribute name is a non-empty string."
+            )
+        if key.startswith(RESERVED_PREFIX):
+            raise InvalidMessageError(
+                f"Attribute {key!r}: names starting with {RESERVED_PREFIX!r} are oncefire's own "
+                "(a dead-letter topic's message names its source with them): use another name."
+            )
     payload = {"data": data, "attributes": dict(attributes)}
-    codec.encode_document(payload)  # JSON-ready and under the document size limit
+    codec.encode_document(payload, is_fields=False)  # JSON-ready, no NUL, under the size limit
     return payload
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from oncefire import codec
+from oncefire.deadletters import check_page
 from oncefire.errors import ConfigError, DeadLetterNotFoundError
 from oncefire.events import StoredEvent
 from oncefire.redaction import redact, restore
@@ -100,6 +101,7 @@ class Operators:
             raise ConfigError("An edited payload must be a JSON object, like the original.")
         data = restore(payload, letter.payload)
         text = codec.dumps(data)
+        codec.refuse_nul(text, "The edited payload")
         now = self._rt.clock.now()
         event = StoredEvent(
             codec.new_id(now), letter.event_type, letter.source, now, data, len(text.encode())
@@ -177,8 +179,7 @@ class Operators:
 
     def audit_log(self, limit: int = 50, before: int | None = None) -> list[AuditEntry]:
         """Recorded actions, newest first; pass the last id of a page as `before`."""
-        if not 1 <= limit <= 500:
-            raise ConfigError(f"limit={limit}: list between 1 and 500 audit entries at a time.")
+        check_page(limit, before, 500, "audit entries")
         store = self._rt.store
         if before is None:
             found = q.rows(store, "audit_log", limit=limit)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from oncefire.errors import InvalidPathError, InvalidPatternError
 
 MAX_ID_BYTES = 1500
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
 _WILDCARD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)(=\*\*)?\}$")
 
 
@@ -23,6 +24,11 @@ def check_id(segment: str, what: str = "id") -> str:
         raise InvalidPathError(f"The {what} {segment!r} contains '/': ids cannot contain slashes.")
     if segment in (".", ".."):
         raise InvalidPathError(f"The {what} {segment!r} is reserved: choose another id.")
+    if not segment.isprintable() and (control := _CONTROL.search(segment)):
+        raise InvalidPathError(
+            f"The {what} {segment!r} holds the control character {control.group()!r}: ids "
+            "are printable text (no NUL, tab, newline or other control characters)."
+        )
     try:
         size = len(segment.encode())
     except UnicodeEncodeError:  # a lone surrogate: no store can hold it

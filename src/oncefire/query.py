@@ -18,6 +18,8 @@ from oncefire.errors import InvalidDocumentError
 from oncefire.events import DocumentSnapshot
 from oncefire.index_keys import index_key
 from oncefire.index_keys import rank as _rank
+from oncefire.retry import is_count
+from oncefire.transforms import field_names
 
 if TYPE_CHECKING:
     from oncefire.stores.base import DocumentTx
@@ -108,6 +110,7 @@ class Query:
 
     def where(self, field: str, op: str, value: Any) -> Query:
         """Keep documents whose field satisfies `op value` (==, <, in, array-contains, ...)."""
+        field_names(field, "query field")
         if op not in OPERATORS:
             raise InvalidDocumentError(f"Unknown query operator {op!r}; use one of {OPERATORS}.")
         if op in ("in", "not-in", "array-contains-any") and not isinstance(value, list | tuple):
@@ -116,15 +119,21 @@ class Query:
 
     def order_by(self, field: str, direction: str = "ASCENDING") -> Query:
         """Sort by a field (documents without it are left out, as in Firestore)."""
-        if direction.upper() not in ("ASCENDING", "DESCENDING", "ASC", "DESC"):
+        field_names(field, "order_by field")
+        if not isinstance(direction, str) or direction.upper() not in (
+            "ASCENDING",
+            "DESCENDING",
+            "ASC",
+            "DESC",
+        ):
             raise InvalidDocumentError("direction is 'ASCENDING' or 'DESCENDING'.")
         is_desc = direction.upper().startswith("DESC")
         return self._copy(orders=(*self._orders, (field, is_desc)))
 
     def limit(self, count: int) -> Query:
         """Return at most `count` documents."""
-        if count < 0:
-            raise InvalidDocumentError("limit() takes a count of zero or more.")
+        if not is_count(count) or count < 0:
+            raise InvalidDocumentError(f"limit({count!r}) takes a whole number, zero or more.")
         return self._copy(count=count)
 
     def stream(self) -> Iterator[DocumentSnapshot]:

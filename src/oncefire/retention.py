@@ -75,8 +75,7 @@ class PurgeCounts:
 def check_registration(settings: Settings, name: str, options: Options) -> None:
     """Refuse a retention shorter than a function's max_event_age plus its retry window: an
     event forgotten before its last redelivery could run again as new."""
-    window = options.retry_policy.window() if options.retry else 0.0
-    minimum = (options.max_event_age or 0.0) + window
+    minimum = options.redelivery_window()
     if settings.succeeded_retention < minimum:
         raise ConfigError(
             f"succeeded_retention={settings.succeeded_retention:g} s is shorter than {name!r} "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,8 +25,13 @@ class Outcome(StrEnum):
 
 
 def is_real(value: object) -> bool:
-    """Whether value is a finite int or float (not a bool, NaN or infinity)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """Whether value is a finite int or float (not a bool, NaN, infinity, or an int past the
+    largest float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return abs(value) <= sys.float_info.max
 
 
 def is_count(value: object) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire.tables import ROW_KINDS, parse_source, row_source, unwatch_table, watch_tables
-from oncefire.triggers import Trigger, check_function, make_options
+from oncefire.triggers import Trigger, check_function, function_name, make_options
 
 if TYPE_CHECKING:
     from oncefire.clock import Clock
@@ -41,7 +41,7 @@ class RowTriggers:
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            self._add(Trigger(name or fn.__name__, fn, "row", source, types, opts))
+            self._add(Trigger(function_name(name, fn), fn, "row", source, types, opts))
             return fn
 
         return decorator

@@ -23,6 +23,23 @@ START_TIMEOUT = 30.0
 EXIT_STUCK = 3  # as a worker process that ends itself over an attempt it could not stop
 
 
+def bound(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port for a server to listen on, or a ConfigError saying why
+    not (the port is taken, the address is not this machine's)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(
+            f"Cannot listen on {host}:{port} ({reason}): choose another --host or --port."
+        ) from exc
+    return sock
+
+
 class HttpServer:
     """The HTTP server of `oncefire run`: start() binds and serves, stop() drains and ends."""
 
@@ -57,17 +74,7 @@ class HttpServer:
 
     def start(self) -> None:
         """Bind the port (ConfigError if it cannot be) and serve in a background thread."""
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(
-                f"Cannot listen on {self.host}:{self.port} ({exc.strerror}): choose another "
-                "--host or --port."
-            ) from exc
+        sock = bound(self.host, self.port)
         self.port = sock.getsockname()[1]  # port 0 asks the system for a free one
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="oncefire-http"

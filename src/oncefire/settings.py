@@ -7,8 +7,11 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from oncefire.errors import ConfigError
+from oncefire.retry import is_count, is_real
 
 DEFAULT_STORE = "sqlite:///oncefire.db"
+# The URLs of an in-memory SQLite store, whose data ends with its process.
+MEMORY_URLS = ("sqlite://:memory:", "sqlite:///:memory:", "sqlite://")
 MAX_BATCH_SIZE = 10_000  # a lease's ids go into one statement; SQLite takes 32,766 parameters
 
 
@@ -53,6 +56,8 @@ class Settings:
     """Most rows one retention batch deletes: one short write transaction each."""
 
     def __post_init__(self) -> None:
+        self._check_types()
+        check_store_url(self.store)
         for name in (
             "lease",
             "renew_every",
@@ -76,6 +81,28 @@ class Settings:
             raise ConfigError(f"Setting batch_size must be at most {MAX_BATCH_SIZE}.")
         if self.sqlite_synchronous.upper() not in ("FULL", "NORMAL"):
             raise ConfigError("Setting sqlite_synchronous must be FULL or NORMAL.")
+        if self.max_payload_bytes < 1:
+            raise ConfigError(
+                f"Setting max_payload_bytes={self.max_payload_bytes} must be a whole number of "
+                "bytes, at least 1."
+            )
+
+    def _check_types(self) -> None:
+        """Each setting of the type its default has (a float setting takes an int too)."""
+        for field in fields(self):
+            value, default = getattr(self, field.name), field.default
+            if isinstance(default, bool):
+                is_right, kind = isinstance(value, bool), "True or False"
+            elif isinstance(default, int):
+                is_right, kind = is_count(value), "a whole number"
+            elif isinstance(default, float):
+                is_right, kind = is_real(value), "a finite number"
+            elif isinstance(default, str):
+                is_right, kind = isinstance(value, str), "a string"
+            else:
+                continue
+            if not is_right:
+                raise ConfigError(f"Setting {field.name}={value!r} must be {kind}.")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -97,3 +124,28 @@ class Settings:
         if unknown:
             raise ConfigError(f"Unknown setting(s): {', '.join(sorted(unknown))}.")
         return replace(cls(), **values)
+
+
+def check_store_url(url: str) -> None:
+    """Refuse a store URL no store takes, when the App is made rather than on first use."""
+    if url.startswith("sqlite:"):
+        if url in MEMORY_URLS:
+            return
+        if not url.startswith("sqlite:///") or url == "sqlite:///":
+            raise ConfigError(
+                f"Bad SQLite store URL {url!r}: use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or sqlite://:memory:."
+            )
+        if "?" in url:
+            query = url[url.index("?") :]
+            raise ConfigError(
+                f"The SQLite store URL {url!r} has query parameters ({query!r}), which oncefire "
+                "does not take: give the file's path alone; oncefire opens it read-write."
+            )
+        return
+    if url.startswith(("postgresql:", "postgres:")):
+        return
+    raise ConfigError(
+        f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
+        "postgresql://user@host/db."
+    )

@@ -16,6 +16,7 @@ from oncefire import codec, crashes
 from oncefire.app import App
 from oncefire.errors import ConfigError, StoreUnavailableError
 from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, EventType, StoredEvent
+from oncefire.retry import is_count, is_real
 from oncefire.worker import DrainSummary, Worker
 
 __all__ = [
@@ -46,8 +47,10 @@ class TestClock:
 
     def advance(self, seconds: float) -> float:
         """Move the clock forward; return the new time."""
-        if seconds < 0:
-            raise ConfigError("A TestClock only moves forward.")
+        if not is_real(seconds) or seconds < 0:
+            raise ConfigError(
+                f"advance({seconds!r}): a TestClock moves forward by a finite number of seconds."
+            )
         with self._lock:
             self._now += seconds
             return self._now
@@ -107,6 +110,8 @@ def deliver(app: App, function_name: str, event: StoredEvent, times: int = 2) ->
     it would."""
     if function_name not in app.triggers:
         raise ConfigError(f"No function named {function_name!r} is registered on this app.")
+    if not is_count(times) or times < 1:
+        raise ConfigError(f"deliver(times={times!r}): deliver the event at least once.")
     with app.store.transaction() as tx:
         tx.append(event, [], app.clock.now())  # stored once; an existing id is kept
         tx.mark_routed(event.id, "unrouted", None)  # its deliveries are made below, not routed

@@ -9,8 +9,9 @@ from typing import Any
 from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import InvalidDocumentError
+from oncefire.retry import is_real
 
-TOO_DEEP = "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
+TOO_DEEP = codec.TOO_DEEP
 
 
 class _Sentinel:
@@ -30,6 +31,13 @@ class Increment:
     """A field transform: add `amount` to the stored number (a missing field counts as 0)."""
 
     amount: int | float
+
+    def __post_init__(self) -> None:
+        if not is_real(self.amount):
+            raise InvalidDocumentError(
+                f"Increment({self.amount!r}): the amount must be a finite int or float "
+                "(not a bool, a string, NaN or infinity)."
+            )
 
 
 def _transform(current: Any, value: Any, now: float) -> Any:
@@ -71,12 +79,24 @@ def _merge(current: dict[str, Any], data: dict[str, Any], now: float) -> dict[st
     return out
 
 
+def field_names(path: Any, what: str = "field path") -> list[str]:
+    """The names of a dotted field path ('customer.email'), or InvalidDocumentError."""
+    if not isinstance(path, str) or not all(names := path.split(".")):
+        raise InvalidDocumentError(
+            f"Bad {what} {path!r}: use a field name, or names joined by dots such as "
+            "'customer.email' (non-empty strings)."
+        )
+    if "\x00" in path:
+        raise InvalidDocumentError(
+            f"Bad {what} {path!r}: it holds the character U+0000 (NUL), which no store keeps alike."
+        )
+    return names
+
+
 def _update(current: dict[str, Any], fields: dict[str, Any], now: float) -> dict[str, Any]:
     out = codec.loads(codec.dumps(current))
     for field_path, value in fields.items():
-        parts = field_path.split(".")
-        if not all(parts):
-            raise InvalidDocumentError(f"Bad field path {field_path!r}: use names joined by dots.")
+        parts = field_names(field_path)
         node = out
         for part in parts[:-1]:
             if not isinstance(node.get(part), dict):

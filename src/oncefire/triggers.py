@@ -101,6 +101,12 @@ class Options:
         if self.rate_limit is not None:
             RateLimit.parse(self.rate_limit)
 
+    def redelivery_window(self) -> float:
+        """Longest time after its event that a delivery may still run: max_event_age plus the
+        retry window. A record of an event's effect must be kept at least this long."""
+        window = self.retry_policy.window() if self.retry else 0.0
+        return (self.max_event_age or 0.0) + window
+
     @property
     def ordered_by(self) -> str | None:
         """What the deliveries are ordered by: "document", "key" (ordering_key) or None."""
@@ -171,7 +177,7 @@ def check_fields(kind: str, fields: Any) -> tuple[str, ...]:
             '["status", "customer.email"].'
         )
     for path in fields:
-        if not isinstance(path, str) or not all(path.split(".")):
+        if not isinstance(path, str) or not all(path.split(".")) or "\x00" in path:
             raise ConfigError(
                 f"fields holds {path!r}, which is not a field path: use a field name or a "
                 'dotted path such as "customer.email".'
@@ -190,12 +196,44 @@ def make_options(**kwargs: Any) -> Options:
             f"Unknown trigger option(s) {', '.join(sorted(unknown))}; "
             f"the options are {', '.join(sorted(known))}."
         )
+    if kwargs.get("retry") is False and "retry_policy" in kwargs:
+        raise ConfigError(
+            f"retry=False with retry_policy={kwargs['retry_policy']!r}: a function that is not "
+            "retried has no retry policy; drop retry=False to retry on the policy, or drop "
+            "the policy."
+        )
     kinds = kwargs.get("permanent_errors")
     if isinstance(kinds, list | set | frozenset):  # any collection of types will do
         kwargs["permanent_errors"] = tuple(kinds)
     if kwargs.get("budget") is not None and not isinstance(kwargs["budget"], Budget):
         kwargs["budget"] = Budget.parse(kwargs["budget"])
     return Options(**kwargs)
+
+
+def function_name(name: Any, fn: Callable[..., Any]) -> str:
+    """A trigger's name: the one given, else the function's own."""
+    if name is None:
+        name = getattr(fn, "__name__", None)
+        if not isinstance(name, str):
+            raise ConfigError(f"{fn!r} has no __name__ to name the function by: pass name='...'.")
+        return name
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"name={name!r}: a function's name is a non-empty string; leave name out to use "
+            "the function's own."
+        )
+    return name
+
+
+def check_ordering(kind: str, options: Options) -> None:
+    """ordering="document" orders by the event's document (or row): a message or schedule
+    function has none, and would run one delivery at a time."""
+    if options.ordering == "document" and kind in ("message", "schedule"):
+        raise ConfigError(
+            f'ordering="document" orders the deliveries of one document, and a {kind} '
+            "function has no document: use ordering_key=callable to order by a key of the "
+            "event, or drop ordering."
+        )
 
 
 def check_function(fn: Any) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from oncefire.index_keys import expired_ranges
 from oncefire.paths import collection_path
+from oncefire.transforms import field_names
 
 if TYPE_CHECKING:
     from oncefire.runtime import Runtime
@@ -34,6 +35,7 @@ def add_policy(rt: Runtime, collection: str, field: str) -> None:
     """Record a policy, and index its field now if the store is open (else the Runtime does
     when it opens the store)."""
     path = collection_path(collection)
+    field_names(field, "TTL field")
     rt.ttl_policies[path] = field
     if rt.is_open:  # the store is opened on first use, not at ttl()
         rt.db.collection(path).index(field)

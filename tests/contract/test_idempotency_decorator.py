@@ -160,6 +160,16 @@ def test_empty_or_none_key_is_a_permanent_error(app: App) -> None:
     assert charges.calls == [], "events without a key must not share the key 'None'"
 
 
+def test_a_key_with_nul_is_a_permanent_error_on_every_store(app: App) -> None:
+    # SQLite compared such keys wrongly (a take-over) and PostgreSQL refused them: both now
+    # park the delivery, saying why.
+    charges = charge_function(app, key=lambda e: f"order\x00{e.data.get('order')}")
+    assert deliver(app, "charge", order_event("a"), times=1)["permanent"] == 1
+    assert charges.calls == []
+    [letter] = app.dead_letters.list()
+    assert "without NUL characters" in (letter.error or ""), letter.error
+
+
 def key_from_raw(event: Event) -> str:
     return str(event.raw["after"]["data"]["order"])
 

@@ -88,3 +88,45 @@ def test_crash_before_commit_leaves_neither_the_claim_nor_the_write(
     assert app.drain()["succeeded"] == 1
     assert counter(app) == 1
     assert app.stats()["count_order"].dedupe_hits == 0
+
+
+# -- a claim kept as long as its event may come again -----------------------------------
+
+
+def claiming(app: App, ttl: float, **options: object) -> None:
+    """count_order: claims the event with this ttl, then counts the order."""
+
+    @app.on_document_created("orders/{orderId}", timeout=LEASE, **options)
+    def count_order(event: Event) -> None:
+        with app.db.transaction() as tx:
+            if tx.claim(event.id, ttl=ttl):
+                tx.set(app.db.document("stats/orders"), {"n": Increment(1)}, merge=True)
+
+
+def test_a_claim_forgotten_before_the_last_retry_is_refused(app: App) -> None:
+    # POLICY retries for 60 + 120 + 240 = 420 s: a claim kept 10 s would be gone when a
+    # retry (or a redelivery) of the event comes, which would then count the order again.
+    claiming(app, ttl=10, retry_policy=POLICY)
+    assert deliver(app, "count_order", order_event(), times=1)["failed"] == 1
+    [attempt] = app.history.executions("count_order")
+    assert "tx.claim(ttl=10) in 'count_order'" in (attempt.error or "")
+    assert "at least 420 s" in (attempt.error or "")
+    assert not app.db.document("stats/orders").get().exists  # refused before any write
+
+
+def test_a_claim_kept_through_the_redelivery_window_is_taken(app: App) -> None:
+    claiming(app, ttl=420, retry_policy=POLICY)
+    assert deliver(app, "count_order", order_event(), times=2)["succeeded"] == 2
+    assert counter(app) == 1
+
+
+def test_without_retries_a_claim_is_kept_at_least_max_event_age(app: App) -> None:
+    claiming(app, ttl=99, retry=False, max_event_age=100)
+    assert deliver(app, "count_order", order_event(), times=1)["failed"] == 1
+    assert "at least 100 s" in (app.history.executions("count_order")[0].error or "")
+
+
+def test_a_claim_outside_a_function_takes_any_positive_ttl(app: App) -> None:
+    claiming(app, ttl=420, retry_policy=POLICY)  # registered, but this claim is not its
+    with app.db.transaction() as tx:
+        assert tx.claim("k", ttl=1)

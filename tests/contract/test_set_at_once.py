@@ -241,12 +241,9 @@ FLOATS = [
     1e-7,
     1.5e-5,
     123456.789,
-    1e16,
-    1e17,
     1767225600.0,
     1767225600.1234567,
     5e-324,
-    1.7976931348623157e308,
     -0.5,
 ]
 
@@ -256,7 +253,7 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
     # The one-statement write (migration 006) builds the event's JSON in PL/pgSQL; its float
     # formatter must write every float as codec.dumps does, or the event bytes would differ.
     # (Known gaps: in [1e15, 1e16) PostgreSQL writes an exponent and Python does not, and
-    # 2.5e22 comes out as 2.4999999999999998e+22; the
+    # from 1e16 the codec writes floats in full where PostgreSQL writes an exponent; the
     # times it formats are epoch seconds, far below.)
     app = App(postgres_store_url)
     try:
@@ -274,9 +271,12 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
 
 # -- the one-statement write checked against the transaction's, on generated documents -----
 
-_keys = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=6)
-# Every finite float, -0.0 and 1e16 or more included: jsonb gives those back changed, so a
-# write holding one goes through a transaction (and so does the next update of its document).
+_keys = st.text(
+    st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), min_size=1, max_size=6
+)
+# Every finite float, -0.0 and 1e16 or more included (the codec writes them as jsonb keeps
+# them: 0.0, and in full); a write whose text codec.is_jsonb_exact doubts goes through a
+# transaction (and so does the next update of its document).
 _floats = st.floats(allow_nan=False, allow_infinity=False)
 _scalars = (
     st.none()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -90,3 +91,71 @@ def test_new_ids_are_unique_and_sorted_by_time() -> None:
 def test_stable_ids_depend_only_on_their_inputs() -> None:
     assert codec.stable_id(1_800_000_000.0, 42) == codec.stable_id(1_800_000_000.0, 42)
     assert codec.stable_id(1_800_000_000.0, 42) != codec.stable_id(1_800_000_000.0, 43)
+
+
+def test_negative_zero_is_written_as_zero_and_large_floats_in_full() -> None:
+    # As PostgreSQL's jsonb keeps them, so every store gives back the same float.
+    assert codec.dumps({"z": -0.0, "l": [-0.0]}) == '{"z":0.0,"l":[0.0]}'
+    assert codec.dumps([1e16, -2.5e22, 1e15]) == (
+        "[10000000000000000.0,-25000000000000000000000.0,1000000000000000.0]"
+    )
+    for x in (1e16, 2.5e22, 1.2345678901234567e20, 1.7976931348623157e308, -1e300):
+        assert codec.loads(codec.dumps(x)) == x
+        assert "e+" not in codec.dumps(x)
+
+
+def test_large_floats_in_full_keep_the_encoders_order_and_text_around_them() -> None:
+    value = {"b": [1e16, "e+ in text", {"y": 2, "x": 1e17}], "a": "é\n", "c": None}
+    assert codec.dumps(value) == (
+        '{"b":[10000000000000000.0,"e+ in text",{"y":2,"x":100000000000000000.0}],'
+        '"a":"é\\n","c":null}'
+    )
+    assert codec.canonical(value) == (
+        '{"a":"é\\n","b":[10000000000000000.0,"e+ in text",{"x":100000000000000000.0,"y":2}],'
+        '"c":null}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"s": "a\x00"}, "Field s holds the character U+0000"),
+        ({"l": [{"s": "\x00"}]}, "Field l[0].s"),
+        ({"k\x00": 1}, "field name 'k\\x00'"),
+        ({"": 1}, "Field <root> has an empty field name"),
+        ({"m": [{"": 1}]}, "Field m[0] has an empty field name"),
+    ],
+)
+def test_a_document_with_nul_or_an_empty_field_name_is_refused(
+    data: dict[str, object], words: str
+) -> None:
+    with pytest.raises(InvalidDocumentError, match=re.escape(words)):
+        codec.encode_document(data)
+
+
+def test_text_that_only_looks_like_nul_or_an_empty_name_is_taken() -> None:
+    for data in ({"s": "\\u0000"}, {"s": '"":'}, {"a": ""}, {"l": ["", ""]}):
+        assert codec.loads(codec.encode_document(data)) == data
+    assert codec.encode_document({"": 1}, is_fields=False) == '{"":1}'  # a message's data
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"a": 1, "a": 2}', "gives the key 'a' twice"),
+        ('[{"b": {"c": 1, "c": 1}}]', "gives the key 'c' twice"),
+        ("{", "is not valid JSON"),
+        ("1" * 5000, "4,300 digits"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (b"\xff", "not UTF-8"),
+    ],
+)
+def test_parse_refuses_what_json_would_take_wrongly_or_not_at_all(
+    text: str | bytes, words: str
+) -> None:
+    with pytest.raises(InvalidDocumentError, match=words):
+        codec.parse(text, "DATA")
+    assert codec.parse('{"a": {"a": 1}, "b": [{"a": 2}]}', "DATA") == {
+        "a": {"a": 1},
+        "b": [{"a": 2}],
+    }

@@ -26,7 +26,8 @@ def noop(event: Event) -> None:
 
 def register(ttl: float, lease: float = 60.0, **options: Any) -> None:
     app = unregistered_app()
-    options.setdefault("retry_policy", POLICY)
+    if options.get("retry", True):  # retry=False takes no policy
+        options.setdefault("retry_policy", POLICY)
     app.on_message("payments", **options)(idempotent(lease=lease, ttl=ttl)(noop))
 
 

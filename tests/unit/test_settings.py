@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from oncefire import App, Settings
@@ -84,10 +86,41 @@ def test_normal_synchronous_is_an_explicit_opt_in(monkeypatch: pytest.MonkeyPatc
     assert Settings.from_env().sqlite_synchronous == "NORMAL"
 
 
-def test_an_unknown_store_url_is_a_config_error(tmp_path: object) -> None:
-    app = App("mysql://nope")
+def test_an_unknown_store_url_is_a_config_error_when_the_app_is_made() -> None:
     with pytest.raises(ConfigError, match="Unknown store URL"):
-        _ = app.store
+        App("mysql://nope")
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"store": 123}, "store=123 must be a string"),
+        ({"store": ""}, "Unknown store URL ''"),
+        ({"store": "sqlite:///"}, "Bad SQLite store URL"),
+        ({"store": "sqlite:///x.db?mode=ro"}, r"query parameters \('\?mode=ro'\)"),
+        ({"lease": "30"}, "lease='30' must be a finite number"),
+        ({"lease": float("nan")}, "lease=nan must be a finite number"),
+        ({"concurrency": 1.5}, "concurrency=1.5 must be a whole number"),
+        ({"concurrency": True}, "concurrency=True must be a whole number"),
+        ({"sqlite_synchronous": 1}, "sqlite_synchronous=1 must be a string"),
+        ({"max_payload_bytes": -1}, "max_payload_bytes=-1 must be a whole number of bytes"),
+        ({"max_payload_bytes": 0}, "at least 1"),
+        ({"max_payload_bytes": "1"}, "max_payload_bytes='1' must be a whole number"),
+    ],
+)
+def test_a_wrong_setting_is_refused_when_the_app_is_made(given: dict[str, Any], words: str) -> None:
+    # Checked at construction, not on the store's first use (App(store=123) was accepted,
+    # then failed with an AttributeError).
+    with pytest.raises(ConfigError, match=words):
+        App(**given)
+
+
+def test_every_in_memory_url_still_makes_an_app() -> None:
+    for url in ("sqlite://:memory:", "sqlite:///:memory:", "sqlite://"):
+        app = App(url)
+        app.db.document("a/b").set({"n": 1})
+        assert app.db.document("a/b").get().to_dict() == {"n": 1}
+        app.close()
 
 
 def test_max_event_depth_comes_from_the_environment_and_must_be_positive(

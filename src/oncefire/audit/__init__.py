@@ -22,6 +22,7 @@ from oncefire.audit.static import audit_trigger
 from oncefire.cost import estimate
 from oncefire.errors import ConfigError
 from oncefire.prices import PriceTable
+from oncefire.retry import is_real
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,8 +56,8 @@ def audit(
     """Run the static rules over the app's functions and the runtime rules over the last
     `since` seconds of its store's history; with the runtime rules comes the cost section
     (oncefire.cost), priced by the TOML file `prices` (the defaults when None)."""
-    if since <= 0:
-        raise ConfigError(f"since={since} must be a positive number of seconds.")
+    if not is_real(since) or since <= 0:
+        raise ConfigError(f"since={since!r} must be a positive number of seconds.")
     table = PriceTable.load(prices)  # a bad price table fails before any work
     findings: list[Finding] = []
     if is_static:

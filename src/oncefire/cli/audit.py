@@ -31,7 +31,7 @@ def audit(
 
     seconds = parse_duration(since)
     check_prices(prices)
-    report = open_user_app(app_target, store).audit(since=seconds, prices=prices)
+    report = open_user_app(app_target, store, is_memory_ok=True).audit(since=seconds, prices=prices)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -16,10 +16,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
+from oncefire import codec
 from oncefire.app import App
 from oncefire.errors import OncefireError
 from oncefire.loader import load_app
-from oncefire.settings import Settings
+from oncefire.settings import MEMORY_URLS, Settings
 from oncefire.stores.probe import StoreState, probe
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -77,6 +78,7 @@ def open_app(store: str | None, *, is_write: bool = False) -> App:
     a write may create a new store, but never adds oncefire's tables to another
     application's database (only `oncefire migrate` or App(...) in code do)."""
     url = Settings.from_env(store=store).store
+    refuse_memory_store(url)
     state = probe(url)
     is_refused = state is StoreState.FOREIGN or (
         not is_write and state in (StoreState.MISSING, StoreState.EMPTY)
@@ -92,11 +94,26 @@ def open_app(store: str | None, *, is_write: bool = False) -> App:
     return app
 
 
-def open_user_app(app_target: str, store: str | None) -> App:
-    """The user's App; a --store that differs from the store its code names is an error."""
+def open_user_app(app_target: str, store: str | None, *, is_memory_ok: bool = False) -> App:
+    """The user's App; a --store that differs from the store its code names is an error, and
+    so is an in-memory store unless is_memory_ok (a command that reads no data)."""
+    if store is not None and not is_memory_ok:
+        refuse_memory_store(store)
     app = load_app(app_target, store=store)
+    if not is_memory_ok:
+        refuse_memory_store(app.settings.store)
     name_store(app.settings.store)
     return app
+
+
+def refuse_memory_store(url: str) -> None:
+    """A command's store must outlive it: an in-memory store ends with the command."""
+    if url in MEMORY_URLS:
+        raise click.ClickException(
+            f"The store {url} is in memory: it ends with this command, taking what the command "
+            "writes, and holds nothing to read. Give a file (sqlite:///path.db) or a "
+            "PostgreSQL URL."
+        )
 
 
 def read_data(text: str, what: str) -> Any:
@@ -113,19 +130,9 @@ def read_data(text: str, what: str) -> Any:
                 f"Cannot read {what} from {str(path)!r}: {reason}."
             ) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
-        ) from None
-    except ValueError:  # an integer past Python's 4,300-digit conversion limit
-        raise click.ClickException(
-            f"{what} holds an integer of over 4,300 digits: store it as a string."
-        ) from None
-    except RecursionError:
-        raise click.ClickException(
-            f"{what} is nested too deeply: flatten it (a few hundred levels at most)."
-        ) from None
+        return codec.parse(text, what)
+    except OncefireError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def echo_json(value: Any) -> None:

@@ -20,7 +20,13 @@ from oncefire.cli.common import (
 @click.argument("app_target", metavar="APP", required=False)
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8787, show_default=True, help="Port to listen on.")
+@click.option(
+    "--port",
+    default=8787,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on.",
+)
 @click.option("--token-file", default=None, help="File of tokens (lines SECRET or NAME=SECRET).")
 @click.option("--allow-host", multiple=True, help="Another Host header to accept (repeatable).")
 @friendly

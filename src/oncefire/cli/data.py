@@ -75,8 +75,13 @@ def doc_set(path: str, data: str, store: str | None, merge: bool) -> None:
 @store_option
 @friendly
 def doc_delete(path: str, store: str | None) -> None:
-    """Delete a document."""
-    open_app(store, is_write=True).db.document(path).delete()
+    """Delete a document (exit 1 if it does not exist)."""
+    db = open_app(store).db  # a store that does not exist holds no document: not made
+    ref = db.document(path)
+    with db.transaction() as tx:
+        if not tx.get(ref).exists:
+            raise click.ClickException(f"No document at {path!r}: nothing to delete.")
+        tx.delete(ref)
     click.echo(f"deleted {path}")
 
 
@@ -93,6 +98,10 @@ def publish(topic: str, data: str, store: str | None, attribute: tuple[str, ...]
         key, sep, value = item.partition("=")
         if not sep:
             raise click.ClickException(f"--attribute {item!r} must be KEY=VALUE.")
+        if key in attributes:
+            raise click.ClickException(
+                f"--attribute {key!r} is given twice: a message has one value per attribute."
+            )
         attributes[key] = value
     message = read_data(data, "DATA")
     app = open_app(store, is_write=True)

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import click
 
-from oncefire.cli.common import configure_logging, friendly, set_store_env
+from oncefire.cli.common import (
+    configure_logging,
+    friendly,
+    refuse_memory_store,
+    set_store_env,
+)
 
 DEMO_PORT = 8787
 
@@ -27,7 +32,13 @@ DEMO_PORT = 8787
     help="Serve the dashboard on 127.0.0.1 after the story, until Ctrl-C "
     "[default: when run from a terminal, outside CI].",
 )
-@click.option("--port", default=DEMO_PORT, show_default=True, help="The dashboard's port.")
+@click.option(
+    "--port",
+    default=DEMO_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The dashboard's port.",
+)
 @click.option("--tables", is_flag=True, help="The second story: functions on the app's own table.")
 @friendly
 def demo(store: str | None, with_dashboard: bool | None, port: int, tables: bool) -> None:
@@ -38,6 +49,7 @@ def demo(store: str | None, with_dashboard: bool | None, port: int, tables: bool
     logging.getLogger("oncefire.execution").setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
+    refuse_memory_store(store)  # the commands it prints next would find nothing
     set_store_env(store)
     if tables:
         from oncefire.demo_tables import app

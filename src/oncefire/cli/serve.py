@@ -16,6 +16,7 @@ from oncefire.cli.common import (
     name_store,
     open_app,
     open_user_app,
+    refuse_memory_store,
     store_option,
 )
 
@@ -221,9 +222,12 @@ def migrate(app_target: str | None, store: str | None) -> None:
     functions are registered first)."""
     from oncefire.app import App
 
-    app = App(store) if app_target is None else open_user_app(app_target, store)
     if app_target is None:
+        app = App(store)
+        refuse_memory_store(app.settings.store)
         name_store(app.settings.store)
+    else:
+        app = open_user_app(app_target, store)
     click.echo(f"schema at version {app.store.migrate()}")
     for line in app.watch_tables():
         click.echo(line)

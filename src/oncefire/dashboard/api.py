@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from oncefire import codec
 from oncefire.app import App
 from oncefire.dashboard import views
 from oncefire.dashboard.openapi import document
@@ -55,10 +55,7 @@ async def json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if not raw:
         return {}
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"The request body is not valid JSON: {exc}.") from None
+    body = codec.parse(raw, "The request body")
     if not isinstance(body, dict):
         raise ConfigError("The request body must be a JSON object.")
     return body

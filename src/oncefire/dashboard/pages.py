@@ -14,6 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from oncefire import codec
 from oncefire.dashboard import views
 from oncefire.dashboard.api import app_of, dead_id, int_param, text_param
 from oncefire.dashboard.security import COOKIE, require_csrf
@@ -73,6 +74,9 @@ def back_to(request: Request, name: str, tab: str = "dead-letters") -> RedirectR
     return RedirectResponse(f"{url}?tab={tab}", status_code=303)
 
 
+TABS = ("triggers", "dead-letters", "executions")
+
+
 async def functions_page(request: Request) -> Response:
     """The functions page."""
     app = app_of(request)
@@ -85,26 +89,27 @@ async def function_page(request: Request) -> Response:
     """A function's page: the Triggers, Dead Letters or Executions tab."""
     app, name = app_of(request), request.path_params["name"]
     summary = views.function(app, name)
-    tab = request.query_params.get("tab", "triggers")
-    if tab not in ("triggers", "dead-letters", "executions"):
-        tab = "triggers"
+    tab = request.query_params.get("tab") or "triggers"
+    if tab not in TABS:
+        raise ConfigError(f"tab={tab!r}: a function's page has the tabs {', '.join(TABS)}.")
+    # Paged as the API pages the same list (and refused as it refuses), on every tab.
+    before = int_param(request, "before", None, 1, 2**62)
+    limit = int_param(request, "limit", 50, 1, 500 if tab == "executions" else 1000) or 50
     context: dict[str, Any] = {"f": summary, "tab": tab, "outcomes": OUTCOMES}
     context["refresh_ms"] = int(request.app.state.refresh_seconds * 1000)
     if tab == "triggers":
         context["chart"] = views.chart(summary["per_hour"])
     elif tab == "dead-letters":
         error, group = text_param(request, "error"), text_param(request, "group")
-        before = int_param(request, "before", None, 1, 2**62)
         context["error_filter"], context["group_filter"] = error, group
         context["dead"] = views.dead_letters(
-            app, name, error_contains=error, error_group=group, before=before
+            app, name, error_contains=error, error_group=group, before=before, limit=limit
         )
         context["done"] = {
             verb: int(n) for verb in DONE if (n := request.query_params.get(verb, "")).isdigit()
         }
     else:
         outcome = text_param(request, "outcome")
-        limit = int_param(request, "limit", 50, 1, 500) or 50
         context["outcome"] = outcome
         context["executions"] = app.history.executions(name, outcome=outcome, limit=limit)
     return render(request, "function.html", **context)
@@ -126,8 +131,9 @@ async def event_page(request: Request) -> Response:
 async def audit_page(request: Request) -> Response:
     """The audit trail."""
     before = int_param(request, "before", None, 1, 2**62)
-    entries = app_of(request).operators.audit_log(50, before)
-    return render(request, "audit.html", entries=entries, limit=50)
+    limit = int_param(request, "limit", 50, 1, 500) or 50
+    entries = app_of(request).operators.audit_log(limit, before)
+    return render(request, "audit.html", entries=entries, limit=limit)
 
 
 def single_page(verb: str) -> Any:
@@ -149,10 +155,7 @@ async def replay_edited_page(request: Request) -> Response:
     app = app_of(request)
     letter = app.dead_letters.get(dead_id(request))
     text = str((await request.form()).get("payload") or "")
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"The edited payload is not valid JSON: {exc}.") from None
+    payload = codec.parse(text, "The edited payload")
     app.operators.replay_edited(letter.id, payload, actor=request.state.actor)
     return back_to(request, letter.function)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -123,10 +124,16 @@ def serve(
     tokens: Mapping[str, str] | None = None,
     allowed_hosts: Iterable[str] = (),
 ) -> None:
-    """Serve the dashboard with uvicorn until interrupted; refuses a public bind without a token."""
+    """Serve the dashboard with uvicorn until interrupted; refuses a public bind without a
+    token, and a port it cannot listen on before it says where it serves."""
     import uvicorn
+
+    from oncefire.server import bound
 
     check_bind(host, tokens or {})
     web = create_app(app, tokens=tokens, allowed_hosts=served_hosts(host, allowed_hosts))
-    log.info("dashboard on http://%s:%d/", host, port)
-    uvicorn.run(web, host=host, port=port, log_level="warning")
+    sock = bound(host, port)
+    log.info("dashboard on http://%s:%d/", host, sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(web, log_level="warning"))
+    with suppress(KeyboardInterrupt):  # Ctrl-C, raised again once served: stops, as uvicorn.run
+        server.run(sockets=[sock])

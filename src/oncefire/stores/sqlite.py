@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from oncefire import codec
-from oncefire.errors import ConfigError, SchemaVersionError
+from oncefire.errors import SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
+from oncefire.settings import MEMORY_URLS, check_store_url
 from oncefire.stores import migrations, queries, sqlite_set_document
 from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
@@ -51,13 +52,9 @@ class SqliteStore(SqlStore):
         """busy_wait: the most seconds a writer waits for the lock (at most 15 s in any case)."""
         self.url = url
         # sqlite:///relative.db, sqlite:////absolute.db, sqlite://:memory:
-        self.is_memory = url in ("sqlite://:memory:", "sqlite:///:memory:", "sqlite://")
+        check_store_url(url)
+        self.is_memory = url in MEMORY_URLS
         self.path = "" if self.is_memory else url.removeprefix("sqlite:///")
-        if not self.is_memory and (not url.startswith("sqlite:///") or not self.path):
-            raise ConfigError(
-                f"Bad SQLite store URL {url!r}: use sqlite:///relative/path.db, "
-                "sqlite:////absolute/path.db or sqlite://:memory:."
-            )
         self.synchronous = synchronous.upper()
         self.connections = SqliteConnections(
             self.path, is_memory=self.is_memory, synchronous=self.synchronous

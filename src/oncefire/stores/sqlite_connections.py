@@ -17,6 +17,7 @@ from oncefire.errors import StoreError, StoreUnavailableError
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row, expand_lists
 from oncefire.stores.filewatch import WakeFile
+from oncefire.stores.sqlite_files import explained
 
 # The longest a writer waits for the lock. An app's store waits less when its settings need
 # it (SqliteConnections.wait_limit): a worker waiting for the lock must still renew in time.
@@ -72,11 +73,10 @@ class SqliteConnections:
             conn.execute(SQL["short_busy_timeout"])
         except sqlite3.Error as exc:
             if is_read_only(exc):  # a store made read-only serves again once it is writable
-                raise StoreUnavailableError(
-                    f"The store at {self.path} is read-only ({exc}): give this process write "
-                    "access to the file and its folder; it is opened again on the next use."
-                ) from exc
-            raise StoreError(f"Cannot open the SQLite store at {self.path!r}: {exc}.") from exc
+                raise self._read_only(exc) from exc
+            failed = self._explained(exc)
+            message = f"Cannot open the SQLite store at {self.path!r}: {exc}."
+            raise (failed or StoreError(message)) from exc
         with self._all_lock:
             kept = []
             for thread, other in self._all:
@@ -111,15 +111,26 @@ class SqliteConnections:
                     self._drop(using.conn)
                 if isinstance(exc, StoreError) and "is read-only" in str(exc):
                     return None
-                return StoreUnavailableError(
-                    f"The store at {self.path} is read-only ({cause}): give this process write "
-                    "access to the file and its folder; it is opened again on the next use."
-                )
+                return self._read_only(cause)
+        cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+        if isinstance(cause, sqlite3.Error) and (better := self._explained(cause)) is not None:
+            return None if str(better) == str(exc) else better  # said once, not again
         if isinstance(exc, sqlite3.OperationalError):  # busy, full, read-only, I/O
             return StoreUnavailableError(f"The SQLite store failed: {exc}.")
         if isinstance(exc, sqlite3.Error):
             return StoreError(f"The SQLite store failed: {exc}.")
         return None
+
+    def _explained(self, exc: sqlite3.Error) -> StoreError | None:
+        """The error exc becomes when the files tell its cause (sqlite_files.py)."""
+        return None if self.is_memory else explained(self.path, exc)
+
+    def _read_only(self, exc: BaseException | None) -> StoreError:
+        failed = self._explained(exc) if isinstance(exc, sqlite3.Error) else None
+        return failed or StoreUnavailableError(
+            f"The store at {self.path} is read-only ({exc}): give this process write "
+            "access to the file and its folder; it is opened again on the next use."
+        )
 
     def _drop(self, conn: sqlite3.Connection) -> None:
         """Close a connection of this thread; the next use opens another."""
