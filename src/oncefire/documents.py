@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec, paths, transforms, usage
+from oncefire import codec, fencing, paths, transforms, usage
 from oncefire.clock import Clock
 from oncefire.errors import (
     ConfigError,
@@ -332,16 +332,18 @@ class Database:
     def transaction(self) -> Iterator[Transaction]:
         """Serializable read-write transaction: commits on exit, rolls back on an exception.
 
-        A write made through a reference inside the block joins the transaction.
-        """
+        A write made through a reference inside the block joins the transaction. In a running
+        function it commits only while the attempt holds its lease (oncefire.fencing)."""
         active: Transaction | None = self._local.tx
         if active is not None:
             yield active
             return
         with self.store.transaction() as raw:
+            check_lease = fencing.hold(raw)
             tx = self._local.tx = Transaction(self, raw)
             try:
                 yield tx
+                check_lease()
             finally:
                 tx.is_open = False
                 self._local.tx = None

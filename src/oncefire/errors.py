@@ -107,6 +107,11 @@ class ClaimHeldError(OncefireError):
         self.delay = delay
 
 
+class LeaseLostError(OncefireError):
+    """A function's transaction found its delivery no longer leased to its attempt (taken
+    over after a stall, or lost in a failover): nothing of the transaction was written."""
+
+
 class EventNotFoundError(OncefireError, LookupError):
     """No event with that id is stored."""
 

@@ -23,6 +23,7 @@ from oncefire.errors import (
     UndecodablePayloadError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, Event
+from oncefire.fencing import Holding
 from oncefire.idempotency import DEFERRED, Deferred, warn_discarded, write_completions
 from oncefire.retry import Outcome, decide
 from oncefire.runtime import CURRENT_RUNTIME
@@ -376,7 +377,7 @@ def run(rt: Runtime, trigger: Trigger, leased: Leased, entered: Entry | None = N
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.Running(leased.event, rt.settings.max_event_depth):  # what it writes
+    with lineage.Running(leased.event, rt.settings.max_event_depth), Holding(leased.lease):
         return call(rt, trigger, event, entered, started_at)
 
 
@@ -388,7 +389,7 @@ async def run_async(
     if isinstance(prepared, Ending):
         return prepared
     started_at, event = prepared
-    with lineage.Running(leased.event, rt.settings.max_event_depth):  # this task's context
+    with lineage.Running(leased.event, rt.settings.max_event_depth), Holding(leased.lease):
         ending = await call_async(rt, trigger, event, entered)
     return replace(ending, started_at=started_at, finished_at=rt.clock.now())
 

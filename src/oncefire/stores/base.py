@@ -18,6 +18,7 @@ from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
 from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
+from oncefire.stores.lease_tx import LeaseTx
 from oncefire.stores.records import Catalog as Catalog
 from oncefire.stores.records import Completed as Completed
 from oncefire.stores.records import Ending as Ending
@@ -34,7 +35,7 @@ from oncefire.stores.table_triggers import TableTriggers
 from oncefire.stores.tick_tx import TickTx
 
 
-class DocumentTx(TickTx, Protocol):
+class DocumentTx(TickTx, LeaseTx, Protocol):
     """The document and outbox operations available inside one store transaction."""
 
     def get_document(self, path: str) -> dict[str, Any] | None:
@@ -65,8 +66,7 @@ class DocumentTx(TickTx, Protocol):
         is_desc: bool,
         limit: int,
     ) -> list[tuple[str, dict[str, Any], str]]:
-        """(path, record, key) of at most limit documents whose key of field lies in
-        key_range, by (key, path) from past `after`."""
+        """(path, record, key) of up to limit documents, key in key_range, past `after`."""
 
     def index_fields(self, collection: str) -> list[str]: ...
 

@@ -12,12 +12,13 @@ trips: the lock and the read (with the catalogue version), then the writes and t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from oncefire import codec
 from oncefire.events import EventType, StoredEvent
 from oncefire.stores import queries
+from oncefire.stores.base import Lease
 from oncefire.stores.catalog import (
     Catalog,
     CatalogCache,
@@ -80,6 +81,13 @@ class PostgresTx(SqlTx):
         if row is None:
             return None
         return {"data": codec.decoded(row[0]), "create_time": row[1], "update_time": row[2]}
+
+    def hold_lease(self, lease: Lease) -> Callable[[], bool]:
+        """Check that the delivery is still running under lease, its row locked FOR SHARE
+        until the transaction ends (a takeover waits for the commit). The check waits in the
+        pipeline for the transaction's next read or its COMMIT: no round trip of its own."""
+        cursor = self.postgres.cursor("hold_lease", {"id": lease.delivery_id, "token": lease.token})
+        return lambda: cursor.fetchone() is not None
 
     def _load_catalog(self, version: int) -> Catalog:
         ((found, functions, fields),) = self.postgres.fetch("catalog")

@@ -4,14 +4,14 @@ the dialect subclasses read a document, load the catalogue and append events the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from oncefire import codec
 from oncefire.buckets import hour_of
 from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
-from oncefire.stores.base import FunctionEntry
+from oncefire.stores.base import FunctionEntry, Lease
 from oncefire.stores.catalog import Catalog, CatalogCache
 from oncefire.stores.connection import Statements
 from oncefire.totals import LOOP_STOPPED
@@ -202,6 +202,12 @@ class SqlTx:
         """A schedule's last tick handled; when there is none yet, `since`, recorded as such."""
         rows = self.statements.fetch("tick_after", {"function": function, "since": since})
         return float(rows[0][0])
+
+    def hold_lease(self, lease: Lease) -> Callable[[], bool]:
+        """Check that the delivery is still running under lease (SQLite's write lock, taken at
+        BEGIN IMMEDIATE, holds the row for the transaction)."""
+        rows = self.statements.fetch("hold_lease", {"id": lease.delivery_id, "token": lease.token})
+        return lambda: bool(rows)
 
     def record_tick(self, function: str, tick: float) -> None:
         """Record a schedule's tick as handled (one before the recorded tick changes nothing)."""

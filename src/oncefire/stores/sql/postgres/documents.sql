@@ -76,6 +76,14 @@ SELECT array_agg(id ORDER BY id), oncefire_wake('oncefire', CASE WHEN count(*) <
     THEN string_agg(id::text, ',' ORDER BY id) ELSE '' END)
 FROM added HAVING count(*) > 0;
 
+-- name: hold_lease
+-- Fencing (oncefire/fencing.py): a function's transaction goes on only while its delivery is
+-- still running under its lease. FOR SHARE holds the row to the commit, so a takeover (an
+-- UPDATE of the row) waits for this transaction, and one committed first is seen here.
+SELECT 1 FROM oncefire_deliveries
+WHERE id = %(id)s AND state = 'running' AND lease_token = %(token)s
+FOR SHARE;
+
 -- name: claim_key
 -- No advisory lock needed: a second INSERT of the key waits on the first one's index
 -- entry. A row, not a row count, answers: counts wait for the pipeline's sync.

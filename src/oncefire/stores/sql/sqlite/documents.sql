@@ -56,6 +56,11 @@ WHERE event_id = :event_id AND state = 'pending' RETURNING function;
 INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)
 VALUES (:event_id, :function, 'pending', :run_at, :run_at) RETURNING id;
 
+-- name: hold_lease
+-- Fencing (oncefire/fencing.py): a function's transaction goes on only while its delivery is
+-- still running under its lease; the write lock (BEGIN IMMEDIATE) keeps it so to the commit.
+SELECT 1 FROM oncefire_deliveries WHERE id = :id AND state = 'running' AND lease_token = :token;
+
 -- name: claim_key
 INSERT INTO oncefire_claims (key, created_at, expires_at) VALUES (:key, :now, :expires_at)
 ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at,
