@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,13 +44,14 @@ def _free_port() -> int:
 class Cluster:
     """One private PostgreSQL server: its folder, port and the commands that control it."""
 
-    def __init__(self, bin_dir: Path, root: Path) -> None:
+    def __init__(self, bin_dir: Path, root: Path, options: str = "") -> None:
         self.bin = bin_dir
         self.root = root
         self.data = root / "data"
         self.sockets = root / "sock"
         self.port = _free_port()
         self.log = root / "server.log"
+        self.options = options  # more server settings (-c name=value ...)
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin / argv[0]), *argv[1:]]
@@ -77,6 +79,7 @@ class Cluster:
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         options = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"{options} {self.options}".strip()
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-o", options, "start")
 
     def stop(self, mode: str = "fast") -> None:
@@ -89,6 +92,53 @@ class Cluster:
         self.stop(mode)
         self.start()
         return time.monotonic() - began
+
+    def standby(self, *, is_synchronous: bool) -> Cluster:
+        """A streaming standby of this server (`pg_basebackup -R` into a folder of its own, on
+        a free port), started, and caught up. Synchronous: this server's commits wait for the
+        standby's flush (`synchronous_standby_names`), as they do from then on."""
+        root = Path(tempfile.mkdtemp(prefix="oncefire-pg-standby-"))
+        standby = Cluster(self.bin, root)
+        standby.sockets.mkdir()
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")
+            shutil.chown(standby.sockets, "postgres")
+        self._run(
+            "pg_basebackup",
+            "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+            "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast", "--no-sync",
+        )  # fmt: skip
+        standby.start()
+        names = "'*'" if is_synchronous else "''"
+        self.admin(f"ALTER SYSTEM SET synchronous_standby_names = {names}")
+        self.admin("SELECT pg_reload_conf()")
+        return standby
+
+    def caught_up(self, primary: Cluster) -> None:
+        """Wait until this standby has replayed all the primary has written so far."""
+        ((target,),) = primary.admin("SELECT pg_current_wal_lsn()")
+        deadline = time.monotonic() + 60
+        while not self.admin(f"SELECT pg_last_wal_replay_lsn() >= '{target}'")[0][0]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby on port {self.port} did not reach {target}")
+            time.sleep(0.02)
+
+    def promote(self) -> None:
+        """Make this standby a primary (`pg_ctl promote`), and wait until it takes writes."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "promote")
+
+    def admin(self, sql: str) -> list[tuple[object, ...]]:
+        """The rows of one statement run on the `postgres` database (none for a command)."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+            cursor = conn.execute(sql.encode())
+            return cursor.fetchall() if cursor.description else []
+
+    def remove(self) -> None:
+        """Stop the server at once and delete its folder."""
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def create_database(self, name: str) -> str:
         """A new empty database; its URL."""
@@ -129,3 +179,14 @@ def private_cluster() -> Iterator[Cluster]:
     finally:
         cluster.stop("immediate")
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def replicated(*, is_synchronous: bool) -> Iterator[tuple[Cluster, Cluster]]:
+    """A private primary and its streaming standby, started; both removed afterwards."""
+    with contextmanager(private_cluster)() as primary:
+        standby = primary.standby(is_synchronous=is_synchronous)
+        try:
+            yield primary, standby
+        finally:
+            standby.remove()

@@ -38,6 +38,9 @@ class Settings:
     max_payload_bytes: int = 512 * 1024
     """Events larger than this get one attempt; a failure makes them a dead letter at once
     (full payload kept for replay, shown truncated)."""
+    store_retry_window: float = 10.0
+    """PostgreSQL: how long a store call waits for a server that takes writes (a restart, a
+    failover to a standby, every connection busy) before it fails with StoreUnavailableError."""
     sqlite_synchronous: str = "FULL"
     """FULL (a commit survives power loss) or NORMAL (faster; may lose the last commits)."""
     max_event_depth: int = 16
@@ -63,6 +66,7 @@ class Settings:
             "renew_every",
             "sweep_every",
             "poll_interval",
+            "store_retry_window",
             "unrouted_retention",
             "succeeded_retention",
             "statistics_retention",

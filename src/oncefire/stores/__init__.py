@@ -19,7 +19,9 @@ def open_store(settings: Settings) -> Store:
     if url.startswith(("postgresql:", "postgres:")):
         from oncefire.stores.postgres import PostgresStore
 
-        return PostgresStore(url, pool_max=settings.concurrency + 2)
+        return PostgresStore(
+            url, pool_max=settings.concurrency + 2, retry_window=settings.store_retry_window
+        )
     raise ConfigError(
         f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
         "postgresql://user@host/db."

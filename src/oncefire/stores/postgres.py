@@ -68,9 +68,11 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
 
-    def __init__(self, url: str, *, pool_min: int = POOL_MIN, pool_max: int = POOL_MAX) -> None:
-        self.url = url
-        self.pool = Pool(url, min_size=pool_min, max_size=pool_max)
+    def __init__(
+        self, url: str, *, pool_min: int = POOL_MIN, pool_max: int = POOL_MAX, **pool: Any
+    ) -> None:
+        self.url = url  # pool: more of the Pool's options (retry_window, is_writer)
+        self.pool = Pool(url, min_size=pool_min, max_size=pool_max, **pool)
         self._pooled = PooledStatements(self.pool)
         self._unflushed_pooled = PooledStatements(self.pool, flushed=False)
         self._listener = Listener(url)

@@ -16,7 +16,7 @@ import time
 import psycopg
 
 from oncefire.stores import queries
-from oncefire.stores.postgres_pool import CONNECT_TIMEOUT, connect_options
+from oncefire.stores.postgres_hosts import CONNECT_TIMEOUT, connect_options
 from oncefire.stores.postgres_statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open

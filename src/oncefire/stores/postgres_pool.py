@@ -11,7 +11,6 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
@@ -25,13 +24,21 @@ from oncefire.errors import (
 )
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row
+from oncefire.stores.postgres_hosts import (
+    CONNECT_TIMEOUT,
+    connect_options,
+    is_read_only,
+    is_standby,
+)
 from oncefire.stores.postgres_statements import Connection
 
 POOL_MIN = 1
 POOL_MAX = 10  # a worker's attempt threads (8 by default) + its loop + one spare
-POOL_TIMEOUT = 5.0  # seconds to wait for a free connection before the call fails
-RECONNECT_TIMEOUT = 5.0  # a lost connection is retried this long, then on the next demand
-CONNECT_TIMEOUT = 5  # seconds (libpq counts whole seconds)
+# Seconds a call waits for a connection to a server that takes writes (every one busy, the
+# server away, or only a standby reached), and a lost connection is retried, before the call
+# fails with StoreUnavailableError: Settings.store_retry_window.
+RETRY_WINDOW = 10.0
+STANDBY_PAUSE = 0.2  # seconds between connections that reached a standby, within the window
 SQL = queries.load("postgres")
 # The settings a batch's BEGIN makes (begin_turn), which its statements need not make again.
 TURN_SETTINGS = frozenset({SQL["no_bitmap_scans"]})
@@ -73,12 +80,6 @@ def failure(exc: psycopg.Error) -> OncefireError:
     return StoreError(f"The PostgreSQL store failed: {text}.")
 
 
-def connect_options(url: str, **defaults: Any) -> dict[str, Any]:
-    """Connection options for url: ours, unless the URL sets them itself."""
-    given = conninfo_to_dict(url)
-    return {k: v for k, v in defaults.items() if k not in given}
-
-
 def _configure(conn: Connection) -> None:
     # JSONB comes back through oncefire's codec, so datetimes round-trip as on SQLite; a
     # value it cannot decode comes back as an Undecodable, so one bad row fails its own
@@ -89,7 +90,20 @@ def _configure(conn: Connection) -> None:
 class Pool:
     """Pooled connections to one server, each call on a connection known to be open."""
 
-    def __init__(self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = POOL_MIN,
+        max_size: int = POOL_MAX,
+        retry_window: float = RETRY_WINDOW,
+        is_writer: bool = True,
+    ) -> None:
+        # Writers drop a connection to a standby (reached through a URL without
+        # target_session_attrs, or before a promotion) and look for one that takes writes;
+        # a read-only store (Settings.read_store) is meant to reach a standby.
+        self.retry_window = retry_window
+        self._is_writer = is_writer
         # One direct connection first, so a wrong URL or password fails at once, clearly.
         try:
             psycopg.connect(url, **connect_options(url, connect_timeout=CONNECT_TIMEOUT)).close()
@@ -111,8 +125,8 @@ class Pool:
                 ),
             },
             configure=_configure,
-            timeout=POOL_TIMEOUT,
-            reconnect_timeout=RECONNECT_TIMEOUT,
+            timeout=retry_window,
+            reconnect_timeout=retry_window,
             num_workers=2,
             name="oncefire",
             open=False,
@@ -120,27 +134,39 @@ class Pool:
         self._pool.open(wait=False)
 
     def take(self) -> Connection:
-        """A pooled connection that is still open. One the server closed while it sat idle in
-        the pool (a restart) is dropped, and another taken, without a round trip."""
+        """A pooled connection that is still open, to a server that takes writes (unless this
+        is a read-only store's pool). One the server closed while it sat idle in the pool (a
+        restart) is dropped, and another taken, without a round trip; one to a standby too,
+        until the retry window ends."""
+        deadline = time.monotonic() + self.retry_window
         last: psycopg.Error | None = None
-        for _ in range(self._pool.max_size + 1):
+        closed = 0
+        while True:
             try:
-                conn = self._pool.getconn()
+                conn = self._pool.getconn(max(deadline - time.monotonic(), 0.01))
             except psycopg.Error as exc:
+                if isinstance(last, psycopg.errors.ReadOnlySqlTransaction):
+                    raise failure(last) from exc
                 raise StoreUnavailableError(
-                    f"No PostgreSQL connection came free within {POOL_TIMEOUT:g} s: is the "
-                    f"server up? ({exc})"
+                    f"No PostgreSQL connection came free within {self.retry_window:g} s: is "
+                    f"the server up? ({exc})"
                 ) from exc
             try:
                 # The server's goodbye, then end-of-file: the second read sees the close.
                 conn.pgconn.consume_input()
                 conn.pgconn.consume_input()
-                return conn
             except psycopg.Error as exc:
                 self._pool.putconn(conn)  # the pool replaces a closed connection
-                last = exc
-        assert last is not None
-        raise failure(last) from last
+                last, closed = exc, closed + 1
+                if closed > self._pool.max_size:
+                    raise failure(exc) from exc
+                continue
+            if not (self._is_writer and is_standby(conn)):
+                return conn
+            conn.close()  # the pool replaces it: libpq may reach the primary next time
+            self._pool.putconn(conn)
+            last = psycopg.errors.ReadOnlySqlTransaction("the server reached is a standby")
+            time.sleep(max(min(STANDBY_PAUSE, deadline - time.monotonic()), 0.0))
 
     @property
     def in_batch(self) -> bool:
@@ -161,7 +187,11 @@ class Pool:
                 self._local.conn = None
 
     def give_back(self, conn: Connection) -> None:
-        """Return a connection taken with take()."""
+        """Return a connection taken with take(). A writer's connection to a server that
+        turned out read-only (a write met SQLSTATE 25006, or the server said so) is closed,
+        so that the next one is made afresh and libpq looks for the primary again."""
+        if self._is_writer and not conn.closed and is_read_only(conn):
+            conn.close()
         self._pool.putconn(conn)
 
     @contextmanager
@@ -199,7 +229,7 @@ class Pool:
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
-            self._pool.putconn(conn)
+            self.give_back(conn)
 
     def _begin(self, begin: str) -> Connection:
         """A pooled connection in a transaction opened by the query begin. One the server
@@ -211,12 +241,12 @@ class Pool:
                 faults.before(begin)
                 conn.execute(self._opening(conn, begin))
             except psycopg.Error as exc:
-                self._pool.putconn(conn)
+                self.give_back(conn)
                 if conn.broken and tries_left:
                     continue
                 raise failure(exc) from exc
             except BaseException:
-                self._pool.putconn(conn)
+                self.give_back(conn)
                 raise
             return conn
         raise AssertionError("unreachable: the last try returns or raises")
@@ -255,7 +285,7 @@ class Pool:
             if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                 with suppress(psycopg.Error):  # the pool drops what it cannot reset
                     conn.execute(SQL["rollback"])
-            self._pool.putconn(conn)
+            self.give_back(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
@@ -286,7 +316,7 @@ class Pool:
         except psycopg.Error as exc:
             raise failure(exc) from exc
         finally:
-            self._pool.putconn(conn)
+            self.give_back(conn)
 
     def run_with(self, setting: str, query: str, args: dict[str, Any]) -> list[Any]:
         """The rows of one statement run after a SET LOCAL statement, in a transaction of its
@@ -314,7 +344,7 @@ class Pool:
                     conn.execute(SQL["rollback"])
             raise failure(exc) from exc
         finally:
-            self._pool.putconn(conn)
+            self.give_back(conn)
 
     def close(self) -> None:
         """Close every connection."""

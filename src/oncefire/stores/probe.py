@@ -46,10 +46,12 @@ def probe(url: str) -> StoreState:
     if url.startswith(("postgresql:", "postgres:")):
         try:
             import psycopg
+
+            from oncefire.stores.postgres_hosts import connect_options
         except ImportError:
             return StoreState.UNKNOWN
-        try:
-            with psycopg.connect(url, connect_timeout=10) as pg:
+        try:  # the primary, when the URL names several hosts: a standby may lag behind it
+            with psycopg.connect(url, **connect_options(url, connect_timeout=10)) as pg:
                 tables = pg.execute(queries.load("postgres")["probe_table_names"]).fetchall()
                 return _state([str(row[0]) for row in tables])
         except psycopg.Error:
