@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -111,6 +112,7 @@ class Cluster:
         standby.start()
         names = "'*'" if is_synchronous else "''"
         self.admin(f"ALTER SYSTEM SET synchronous_standby_names = {names}")
+        self.admin("ALTER SYSTEM SET restart_after_crash = off")  # see crash()
         self.admin("SELECT pg_reload_conf()")
         return standby
 
@@ -122,6 +124,20 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the standby on port {self.port} did not reach {target}")
             time.sleep(0.02)
+
+    def hold_replication(self, is_held: bool) -> None:
+        """Stop this primary's WAL senders (SIGSTOP), as a slow or cut network holds its
+        standbys behind, or let them go on (SIGCONT)."""
+        for (pid,) in self.admin("SELECT pid FROM pg_stat_replication"):
+            os.kill(int(str(pid)), signal.SIGSTOP if is_held else signal.SIGCONT)
+
+    def crash(self) -> None:
+        """Lose this primary as its machine is lost: its WAL senders killed first, so that
+        nothing they have not sent reaches a standby (restart_after_crash is off: the server
+        goes down with them), then `pg_ctl stop -m immediate`."""
+        for (pid,) in self.admin("SELECT pid FROM pg_stat_replication"):
+            os.kill(int(str(pid)), signal.SIGKILL)
+        self.stop("immediate")
 
     def promote(self) -> None:
         """Make this standby a primary (`pg_ctl promote`), and wait until it takes writes."""

@@ -2,7 +2,9 @@
 
 The ledger folder comes from $CHAOS_LEDGER, the store from $ONCEFIRE_STORE. A document created
 under `items/KEY` starts `record`, which writes one effect document through `tx.claim` (a
-committed effect) and one `effect` line (an outside effect, guarded by `@idempotent`).
+committed effect) and one `effect` line (an outside effect, guarded by `@idempotent`); one under
+`calls/KEY` starts `call`, which does the same after working a moment (as a call to another
+service would), so that a fault often finds it between its lease and its commit.
 """
 
 from __future__ import annotations
@@ -47,6 +49,17 @@ def record(event: Event) -> None:
     commit_effect(event)
     witness("effect", event, "record")
     witness("end", event, "record", ok=True)
+
+
+@app.on_document_created("calls/{key}", retry_policy=QUICK, timeout=3)
+@idempotent(lease=3)
+def call(event: Event) -> None:
+    """record, after 20 to 200 ms of work before its commit."""
+    witness("start", event, "call")
+    time.sleep(random.uniform(0.02, 0.2))
+    commit_effect(event)
+    witness("effect", event, "call")
+    witness("end", event, "call", ok=True)
 
 
 @app.on_document_created("zombies/{key}", retry_policy=QUICK, timeout=60)

@@ -5,6 +5,8 @@ It reports, per (function, key):
 - unexpected: an attempt ran for a key no write acknowledged;
 - duplicate deliveries: more than one attempt started (allowed: delivery is at-least-once);
 - duplicate committed effects: more than one effect written through `tx.claim` (must be none);
+- orphan effects: an effect committed for a key whose write the store does not hold (a failover
+  that lost the write must lose its effect too: fencing, oncefire/fencing.py);
 - unexplained duplicate outside effects: an `@idempotent` effect repeated although its earlier
   attempt neither failed nor was killed between the effect and the start of the repeat;
 - dead (with the attempts charged), expired, unfinished (still pending or running);
@@ -48,6 +50,7 @@ class Report:
     unexpected: list[Key] = field(default_factory=list)
     duplicate_deliveries: int = 0
     duplicate_committed: list[str] = field(default_factory=list)
+    orphan_effects: list[str] = field(default_factory=list)
     duplicate_outside: list[Key] = field(default_factory=list)
     explained_outside: int = 0
     dead: dict[Key, int] = field(default_factory=dict)
@@ -63,6 +66,7 @@ class Report:
             self.lost
             or self.unexpected
             or self.duplicate_committed
+            or self.orphan_effects
             or self.duplicate_outside
             or self.unfinished
         )
@@ -73,7 +77,8 @@ class Report:
             f"{self.acknowledged} acknowledged; lost {self.lost[:10]} ({len(self.lost)}); "
             f"unexpected {self.unexpected[:10]} ({len(self.unexpected)}); "
             f"duplicate deliveries {self.duplicate_deliveries}; duplicate committed effects "
-            f"{self.duplicate_committed[:10]}; unexplained duplicate outside effects "
+            f"{self.duplicate_committed[:10]}; orphan effects {self.orphan_effects[:10]}; "
+            f"unexplained duplicate outside effects "
             f"{self.duplicate_outside[:10]} (explained {self.explained_outside}); dead "
             f"{len(self.dead)}; expired {len(self.expired)}; unfinished "
             f"{self.unfinished[:10]} ({len(self.unfinished)}); most at once {self.most_at_once}"
@@ -102,6 +107,8 @@ def check(entries: list[Entry], facts: StoreFacts) -> Report:
         elif delivery is None or delivery.state != "succeeded" or k not in succeeded:
             report.lost.append(k)
     report.duplicate_committed = sorted(k for k, n in facts.committed.items() if n > 1)
+    written = {key for _, key in facts.deliveries}
+    report.orphan_effects = sorted(k for k in facts.committed if k not in written)
     _outside_effects(entries, report)
     report.most_at_once = _most_at_once(entries)
     return report

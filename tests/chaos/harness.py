@@ -219,11 +219,14 @@ def produce(
     first: int = 0,
     batch: int = 50,
     prefix: str = "k",
+    pause: float = 0.0,
 ) -> subprocess.Popen[bytes]:
-    """Start the producer process (keys PREFIX000000, PREFIX000001, ...)."""
+    """Start the producer process (keys PREFIX000000, PREFIX000001, ...), `pause` seconds
+    between two batches."""
     argv = [sys.executable, str(HERE / "producer.py"), store, str(folder), collection, function]
     argv += [str(first), str(count), str(batch), prefix]
-    return subprocess.Popen(argv, env=environment(store, folder), stdin=subprocess.DEVNULL)
+    env = environment(store, folder, CHAOS_PAUSE=str(pause))
+    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
 
 
 def rows(store: str, sql: str) -> list[tuple[Any, ...]]:

@@ -3,10 +3,12 @@ the ledger once its transaction returned. A batch that failed (the store went aw
 again; a write that committed unseen is then a no-op, the same data emitting no second event.
 
 Usage: python producer.py STORE LEDGER COLLECTION FUNCTION FIRST COUNT BATCH [PREFIX]
+$CHAOS_PAUSE: seconds between two batches (none by default), to spread the load over a fault.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -24,6 +26,7 @@ def produce(argv: list[str]) -> None:
     from chaos_app import app  # its functions registered before the first write (issue 11.1)
 
     app.store  # noqa: B018 - opens the store (from $ONCEFIRE_STORE) and registers them
+    pause = float(os.environ.get("CHAOS_PAUSE", "0"))
     n = first
     while n < first + count:
         keys = [f"{prefix}{i:06d}" for i in range(n, min(n + batch, first + count))]
@@ -37,6 +40,7 @@ def produce(argv: list[str]) -> None:
             continue
         book.acks(keys, function=function)
         n += len(keys)
+        time.sleep(pause)
     app.close()
 
 

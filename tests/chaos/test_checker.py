@@ -57,6 +57,13 @@ def test_a_duplicate_committed_effect_fails() -> None:
     assert not report.ok and report.duplicate_committed == ["b"]
 
 
+def test_an_effect_committed_for_a_write_the_store_does_not_hold_is_an_orphan() -> None:
+    entries, facts = clean(["a", "b"])
+    deliveries = {k: d for k, d in facts.deliveries.items() if k != (F, "b")}
+    report = check(entries, StoreFacts(deliveries, facts.committed))
+    assert not report.ok and report.orphan_effects == ["b"]
+
+
 def test_a_pending_delivery_is_unfinished_and_a_dead_one_is_counted() -> None:
     entries, _ = clean(["a", "b"])
     facts = StoreFacts(
