@@ -78,6 +78,7 @@ class App(RowTriggers):
         self.runtime = Runtime(given_settings, clock or SystemClock(), app=self)
         self.routes: dict[str, Trigger] = {}
         self.body_limits: dict[str, int] = {}  # HTTP path -> most bytes of a request body
+        self.subpath_routes: set[str] = set()  # HTTP paths whose function serves below them
         self.dead_letters = DeadLetters(self.runtime)
         self.history = History(self.runtime)
         self.functions = Functions(self.runtime)
@@ -282,6 +283,7 @@ class App(RowTriggers):
         max_instances: int | None = None,
         max_body_bytes: int = 10 * 1024 * 1024,
         name: str | None = None,
+        subpaths: bool = False,
     ) -> Callable[[F], F]:
         """An HTTP function served by `oncefire run`: never retried, the caller gets the error."""
         verbs = check_route(path, methods, max_body_bytes, self.routes)
@@ -293,6 +295,8 @@ class App(RowTriggers):
             self._add(trigger)
             self.routes[path] = trigger
             self.body_limits[path] = max_body_bytes
+            if subpaths:
+                self.subpath_routes.add(path)
             return fn
 
         return decorator

@@ -54,6 +54,8 @@ class Settings:
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100
     """Most rows one retention batch deletes: one short write transaction each."""
+    project_id: str = ""
+    """The Firebase project id a ported module sees (`params.PROJECT_ID`, `.env.<project>`)."""
 
     def __post_init__(self) -> None:
         self._check_types()
