@@ -56,6 +56,9 @@ class Settings:
     """Most rows one retention batch deletes: one short write transaction each."""
     project_id: str = ""
     """The Firebase project id a ported module sees (`params.PROJECT_ID`, `.env.<project>`)."""
+    auth_verifier: str = ""
+    """`module:function` or `path/file.py:function` checking callable functions' tokens, for
+    a ported module that does not call `oncefire.firebase.set_auth_verifier` itself."""
 
     def __post_init__(self) -> None:
         self._check_types()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from oncefire.errors import ConfigError
 from oncefire.firebase import flask_bridge
 
 if TYPE_CHECKING:
@@ -139,6 +140,32 @@ def set_auth_verifier(verifier: Callable[[str], AuthData] | None) -> None:
     with _lock:
         _verifier = verifier
         _noted_unverified = False
+
+
+def load_configured_verifier(target: str) -> None:
+    """Use the verifier the setting auth_verifier names (`module:function` or
+    `path/file.py:function`), unless one is set already; ConfigError when it cannot be found."""
+    import importlib
+    from pathlib import Path
+
+    from oncefire.loader import load_module
+
+    if not target or _verifier is not None:
+        return
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise ConfigError(f"auth_verifier={target!r}: write it as module:function.")
+    try:
+        if where.endswith(".py"):
+            module = load_module(Path(where))
+        else:
+            module = importlib.import_module(where)
+    except ImportError as exc:
+        raise ConfigError(f"auth_verifier={target!r}: cannot import {where}: {exc}.") from None
+    found = getattr(module, name, None)
+    if not callable(found):
+        raise ConfigError(f"auth_verifier={target!r}: {where} has no function {name}.")
+    set_auth_verifier(found)
 
 
 def _auth(request: flask.Request) -> AuthData | None:

@@ -73,7 +73,7 @@ def environ(event: Event, root: str) -> dict[str, Any]:
     env: dict[str, Any] = {
         "REQUEST_METHOD": scope["method"],
         "SCRIPT_NAME": _latin1(scope.get("root_path", "") + root),
-        "PATH_INFO": _latin1(below),
+        "PATH_INFO": _latin1(below or "/"),
         "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
         "SERVER_NAME": str(server[0]),
         "SERVER_PORT": str(server[1]),

@@ -24,6 +24,7 @@ from oncefire.firebase.callables import (
     FunctionsErrorCode,
     HttpsError,
     handle,
+    load_configured_verifier,
 )
 from oncefire.firebase.defaults import default_app
 
@@ -95,6 +96,7 @@ def on_call(**options: Any) -> Callable[[F], F]:
     assert policy is not None  # cors=False still lets a callable take its own preflights
     opts = firebase_options.translate("https_fn.on_call", options, allowed=ALLOWED)
     app = default_app()
+    load_configured_verifier(app.settings.auth_verifier)
 
     def decorator(fn: F) -> F:
         root = f"/{fn.__name__}"
