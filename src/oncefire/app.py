@@ -112,6 +112,12 @@ class App(RowTriggers):
         """Close the store's connections."""
         self.runtime.close()
 
+    def migrate(self) -> int:
+        """Create or upgrade the store's schema and return its version (what `oncefire
+        migrate` runs). The one way to add oncefire's tables to a database that holds tables
+        of its own: opening a store there is refused with ForeignDatabaseError."""
+        return self.runtime.migrate()
+
     def _add(self, trigger: Trigger) -> None:
         with self._lock:
             if trigger.name in self.triggers:

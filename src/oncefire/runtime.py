@@ -62,17 +62,29 @@ class Runtime:
     @property
     def store(self) -> Store:
         """The store, opened (and migrated) on first use: the functions are recorded in it
-        and each TTL policy's field indexed."""
+        and each TTL policy's field indexed. A database that holds tables of its own and no
+        oncefire schema is refused (ForeignDatabaseError): `migrate` adds the schema there."""
         if self._store is None:
-            with self._lock:
-                if self._store is None:
-                    store = open_store(self.settings)
-                    store.use_clock(self.clock)
-                    self._store = store
-                    self.catalogue_functions(list(self.triggers.values()))
-                    for collection, field in self.ttl_policies.items():
-                        self.db.collection(collection).index(field)
+            self._open(beside_tables=False)
+        assert self._store is not None
         return self._store
+
+    def _open(self, *, beside_tables: bool) -> None:
+        with self._lock:
+            if self._store is None:
+                store = open_store(self.settings, beside_tables=beside_tables)
+                store.use_clock(self.clock)
+                self._store = store
+                self.catalogue_functions(list(self.triggers.values()))
+                for collection, field in self.ttl_policies.items():
+                    self.db.collection(collection).index(field)
+
+    def migrate(self) -> int:
+        """Create or upgrade the store's schema, even beside a database's own tables; its
+        version."""
+        if self._store is None:
+            self._open(beside_tables=True)
+        return self.store.migrate()
 
     @property
     def is_open(self) -> bool:

@@ -210,7 +210,7 @@ def migrate(app_target: str | None, store: str | None) -> None:
     app = App(store) if app_target is None else open_user_app(app_target, store)
     if app_target is None:
         name_store(app.settings.store)
-    click.echo(f"schema at version {app.store.migrate()}")
+    click.echo(f"schema at version {app.migrate()}")
     for line in app.watch_tables():
         click.echo(line)
 
