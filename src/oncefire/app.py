@@ -10,7 +10,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import idempotency, retention, ticks, ttl
+from oncefire import idempotency, retention, ticks, ttl, unrouted
 from oncefire.alerts import Alerts, DeadLetterCallback
 from oncefire.catalogue import Functions
 from oncefire.clock import Clock, SystemClock
@@ -38,6 +38,7 @@ from oncefire.triggers import (
     check_function,
     make_options,
 )
+from oncefire.unrouted import UnroutedReport
 from oncefire.worker import DrainSummary, Worker
 
 if TYPE_CHECKING:
@@ -337,8 +338,25 @@ class App(RowTriggers):
         return retention.purge(self.runtime, dry_run=dry_run)
 
     def unrouted_count(self) -> int:
-        """How many events no function has taken yet (kept for `unrouted_retention`)."""
+        """How many events no function has taken yet (kept for `unrouted_retention`), from
+        any source; the warnings count only those of `unrouted_report().awaited`."""
         return self.store.count_unrouted()
+
+    def unrouted_report(self) -> UnroutedReport:
+        """The unrouted events kept, and those the warnings count: of a collection, topic or
+        table some function took, or that keep_unrouted names (see oncefire/unrouted.py)."""
+        return unrouted.report(self.store)
+
+    def keep_unrouted(self, *sources: str) -> None:
+        """Warn about the unrouted events of these sources as about those of a source some
+        function used to take: a name is a topic, a collection and a table; a path like
+        'users/{u}/orders' a collection (recorded in the store)."""
+        unrouted.keep(self.store, sources, self.clock.now())
+
+    def ignore_unrouted(self, *sources: str) -> int:
+        """Warn no more about the unrouted events of these sources (named as keep_unrouted
+        takes them), still kept for a function registered later; how many were awaited."""
+        return unrouted.ignore(self.store, sources)
 
     def audit(self, *, since: float = 86400, **options: Any) -> Report:
         """Static rules over this app's functions and runtime rules over `since` seconds of

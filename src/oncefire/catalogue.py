@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from oncefire import unrouted
 from oncefire.errors import FunctionNotFoundError
 from oncefire.stores.base import FunctionRow
 
@@ -55,7 +56,11 @@ class Functions:
     def forget(self, name: str) -> int:
         """Stop routing events to a function and make its pending deliveries dead letters
         (replayable once a function of that name returns); how many became dead letters."""
+        row = self.get(name)
+        # What it took stays awaited: events there that no function takes are warned about.
+        functions = [(row.name, row.kind, row.source)]
+        unrouted.await_functions(self._rt.store, functions, self._rt.clock.now())
         buried = self._rt.store.forget_function(name, self._rt.clock.now(), FORGOTTEN)
         if buried is None:
-            self.get(name)  # raises FunctionNotFoundError
+            self.get(name)  # forgotten meanwhile: raises FunctionNotFoundError
         return buried or 0

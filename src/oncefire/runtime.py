@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from oncefire import unrouted
 from oncefire.clock import Clock
 from oncefire.documents import Database
 from oncefire.rates import RateLimit
@@ -78,6 +79,9 @@ class Runtime:
                 self.catalogue_functions(list(self.triggers.values()))
                 for collection, field in self.ttl_policies.items():
                     self.db.collection(collection).index(field)
+                kept = [n.strip() for n in self.settings.keep_unrouted.split(",") if n.strip()]
+                if kept:
+                    unrouted.keep(store, kept, self.clock.now())
 
     def migrate(self) -> int:
         """Create or upgrade the store's schema, even beside a database's own tables; its
@@ -128,6 +132,8 @@ class Runtime:
         ]
         if records and self._store is not None:
             self._store.register_functions(records)
+            found = [(r.name, r.kind, r.source) for r in records]
+            unrouted.await_functions(self._store, found, now)
 
     def rate_limits(self, functions: Sequence[str]) -> dict[str, RateLimit]:
         """The rate limits of those functions that have one."""
