@@ -19,6 +19,7 @@ from oncefire.documents import Database
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
 from oncefire.history import History
+from oncefire.keeper import warn_stranded
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
@@ -308,7 +309,9 @@ class App(RowTriggers):
     # -- running -----------------------------------------------------------------------
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
-        """Run every delivery due now, in this process, until none is due."""
+        """Run every delivery due now, in this process, until none is due (warning once of
+        functions this app does not define whose deliveries wait)."""
+        warn_stranded(self.runtime)
         worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()

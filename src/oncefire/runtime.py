@@ -56,6 +56,7 @@ class Runtime:
         self.ttl_policies: dict[str, str] = {}  # collection path -> expiry field
         self.next_tick: dict[str, float] = {}  # schedule function -> when its next tick is due
         self.alerts: AlertHooks | None = None
+        self.warned: set[str] = set()  # warnings said once a process (keeper.warn_stranded)
         self._store: Store | None = None
         self._db: Database | None = None
         self._lock = threading.RLock()

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from oncefire.keeper import warn_at_start
 from oncefire.loader import load_app
 from oncefire.worker import Worker
 
@@ -56,6 +57,7 @@ def serve(
         os.environ["ONCEFIRE_STORE"] = store
     app = load_app(target)
     app.store  # noqa: B018 - create or upgrade the schema once, before the children race to
+    warn_at_start(app.runtime)  # once here, not once a worker process
     supervisor = Supervisor(
         target, processes, concurrency, app.settings.shutdown_grace, is_verbose=is_verbose
     )

@@ -69,7 +69,8 @@ def events_show(event_id: str, store: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def audit_log(store: str | None, limit: int, before: int | None, as_json: bool) -> None:
-    """List the operators' replays, dismisses, edits and bulk actions, newest first."""
+    """List what operators did to deliveries (replays, dismisses, edits, bulk actions, pause,
+    resume, forget, rename, purge), newest first."""
     entries = open_app(store).operators.audit_log(limit, before)
     if as_json:
         echo_json([e.to_dict() for e in entries])
