@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from oncefire import retention
 from oncefire.brake import Brake
 from oncefire.catalogue import Functions
-from oncefire.errors import OncefireError
+from oncefire.errors import StoreError
 from oncefire.ordering import key_deliveries
 from oncefire.outbox import subscribers
 from oncefire.tables import warn_changed_tables
@@ -178,7 +178,7 @@ def warn_stranded(rt: Runtime) -> None:
     (a function renamed or removed in code); said once a process for the same names."""
     try:
         stranded = Functions(rt).stranded()
-    except OncefireError as exc:
+    except StoreError as exc:  # the store is down: the work itself will say so
         log.error("cannot read the stored functions: %s", exc)
         return
     key = "stranded:" + ",".join(stranded)

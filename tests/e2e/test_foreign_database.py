@@ -68,11 +68,14 @@ def test_an_app_refuses_a_database_that_holds_tables_of_its_own(store: str, shop
     assert probe(store) is StoreState.FOREIGN  # nothing of oncefire's was added
 
 
-@pytest.mark.parametrize("command", ["drain", "worker"])
-def test_drain_and_worker_refuse_it_with_one_line(
-    run: Run, store: str, shop: Writer, app_file: Path, command: str
+@pytest.mark.parametrize(
+    "command", [("drain",), ("worker",), ("run", "--port", "0"), ("dashboard", "--port", "0")]
+)
+def test_commands_that_run_an_app_refuse_it_with_one_line(
+    run: Run, store: str, shop: Writer, app_file: Path, command: tuple[str, ...]
 ) -> None:
-    assert_user_error(run(command, str(app_file)), "oncefire migrate", "t_shop")
+    name, *options = command
+    assert_user_error(run(name, str(app_file), *options), "oncefire migrate", "t_shop")
     assert probe(store) is StoreState.FOREIGN
 
 

@@ -39,8 +39,10 @@ def dashboard(
     configure_logging()
     tokens = load_tokens(token_file=token_file)
     check_bind(host, tokens)  # before loading the app: a refusal costs nothing
+    app = open_user_app(app_target, store) if app_target else open_app(store)
+    app.store  # noqa: B018 - a store that cannot be opened is one line here, not a page later
     serve(
-        open_user_app(app_target, store) if app_target else open_app(store),
+        app,
         host=host,
         port=port,
         tokens=tokens,
