@@ -10,7 +10,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import idempotency, retention, ticks, ttl
+from oncefire import idempotency, retention, ticks, ttl, unrouted
 from oncefire.alerts import Alerts, DeadLetterCallback
 from oncefire.catalogue import Functions
 from oncefire.clock import Clock, SystemClock
@@ -19,6 +19,7 @@ from oncefire.documents import Database
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
 from oncefire.history import History
+from oncefire.keeper import warn_stranded
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
@@ -40,6 +41,7 @@ from oncefire.triggers import (
     function_name,
     make_options,
 )
+from oncefire.unrouted import UnroutedReport
 from oncefire.worker import DrainSummary, Worker
 
 if TYPE_CHECKING:
@@ -120,6 +122,12 @@ class App(RowTriggers):
     def close(self) -> None:
         """Close the store's connections."""
         self.runtime.close()
+
+    def migrate(self) -> int:
+        """Create or upgrade the store's schema and return its version (what `oncefire
+        migrate` runs). The one way to add oncefire's tables to a database that holds tables
+        of its own: opening a store there is refused with ForeignDatabaseError."""
+        return self.runtime.migrate()
 
     def _add(self, trigger: Trigger) -> None:
         with self._lock:
@@ -328,9 +336,11 @@ class App(RowTriggers):
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
         """Run every delivery due now, in this process, until none is due (of the functions
-        named, or of all the app's event functions)."""
+        named, or of all the app's event functions), warning once of functions this app does
+        not define whose deliveries wait."""
         if functions is not None:
             self._check_names(functions)
+        warn_stranded(self.runtime)
         worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()
@@ -379,8 +389,25 @@ class App(RowTriggers):
         return retention.purge(self.runtime, dry_run=dry_run)
 
     def unrouted_count(self) -> int:
-        """How many events no function has taken yet (kept for `unrouted_retention`)."""
+        """How many events no function has taken yet (kept for `unrouted_retention`), from
+        any source; the warnings count only those of `unrouted_report().awaited`."""
         return self.store.count_unrouted()
+
+    def unrouted_report(self) -> UnroutedReport:
+        """The unrouted events kept, and those the warnings count: of a collection, topic or
+        table some function took, or that keep_unrouted names (see oncefire/unrouted.py)."""
+        return unrouted.report(self.store)
+
+    def keep_unrouted(self, *sources: str) -> None:
+        """Warn about the unrouted events of these sources as about those of a source some
+        function used to take: a name is a topic, a collection and a table; a path like
+        'users/{u}/orders' a collection (recorded in the store)."""
+        unrouted.keep(self.store, sources, self.clock.now())
+
+    def ignore_unrouted(self, *sources: str) -> int:
+        """Warn no more about the unrouted events of these sources (named as keep_unrouted
+        takes them), still kept for a function registered later; how many were awaited."""
+        return unrouted.ignore(self.store, sources)
 
     def audit(self, *, since: float = 86400, **options: Any) -> Report:
         """Static rules over this app's functions and runtime rules over `since` seconds of
