@@ -16,8 +16,8 @@ import pytest
 
 from oncefire import App
 from oncefire.errors import ConfigError
-from oncefire.firebase import https_fn, options, params, pubsub_fn, set_auth_verifier
-from oncefire.firebase.defaults import get_app, initialize_app, set_default_app
+from oncefire.firebase import credentials, https_fn, options, params, pubsub_fn, set_auth_verifier
+from oncefire.firebase.defaults import delete_app, get_app, initialize_app, set_default_app
 from oncefire.loader import load_module
 from oncefire.server import HttpServer
 
@@ -117,6 +117,11 @@ def test_initialize_app_gives_the_built_in_values(default_app: App) -> None:
     other = initialize_app(options={"projectId": "elsewhere", "x": 1}, name="other")
     assert (other.project_id, other.options.get("x"), get_app("other")) == ("elsewhere", 1, other)
     assert app.db is not None and callable(app.drain)  # the rest is the oncefire App's
+    keyed = initialize_app(credentials.Certificate("key.json"), name="keyed")
+    assert keyed.credential.args == ("key.json",)
+    delete_app(keyed)
+    with pytest.raises(ConfigError, match="No Firebase app named 'keyed'"):
+        get_app("keyed")
     replaced = set_default_app(default_app)
     assert replaced is not None
     replaced.close()

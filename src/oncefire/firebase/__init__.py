@@ -9,6 +9,7 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    credentials,
     firestore,
     firestore_fn,
     https_fn,
@@ -19,10 +20,12 @@ from oncefire.firebase import (
     scheduler_fn,
 )
 from oncefire.firebase.callables import set_auth_verifier
-from oncefire.firebase.defaults import default_app, get_app, initialize_app
+from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
+    "credentials",
     "default_app",
+    "delete_app",
     "firestore",
     "firestore_fn",
     "get_app",

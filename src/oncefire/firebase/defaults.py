@@ -107,6 +107,14 @@ def get_app(name: str = DEFAULT_NAME) -> FirebaseApp:
     return found
 
 
+def delete_app(app: FirebaseApp) -> None:
+    """firebase_admin.delete_app(): forget the app of that name (the default App stays)."""
+    with _lock:
+        if _firebase_apps.get(app.name) is not app:
+            raise ConfigError(f"The Firebase app {app.name!r} is not initialized.")
+        del _firebase_apps[app.name]
+
+
 def set_default_app(app: App | None) -> App | None:
     """Make app the default App (None forgets it, so the next use makes a new one); return
     the one it replaces. For tests, which give each module load its own store and clock."""
