@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from oncefire.cli.audit import audit
+from oncefire.cli.backup import backup, restore
 from oncefire.cli.cost import cost
 from oncefire.cli.dashboard import audit_log, dashboard, events
 from oncefire.cli.data import doc, print_stats, publish, stats
@@ -47,6 +48,8 @@ for command in (
     events,
     functions,
     purge,
+    backup,
+    restore,
     port,
 ):
     main.add_command(command)
