@@ -211,7 +211,7 @@ class App(Decorators, RowTriggers):
         """Per-function figures over the last `window` seconds."""
         if not is_real(window) or window <= 0:
             raise ConfigError(f"window={window!r}: stats cover a positive number of seconds.")
-        counts = self.store.counts(self.clock.now() - window)
+        counts = self.runtime.read_store.counts(self.clock.now() - window)
         return {name: FunctionStats.from_counts(name, c) for name, c in sorted(counts.items())}
 
     def purge(self, *, dry_run: bool = False) -> retention.PurgeCounts:

@@ -179,7 +179,7 @@ class DeadLetters:
         index only."""
         check_page(limit, before, 1000, "dead letters")
         where = _filter(function, error_contains, since, until, error_group)
-        rows = self._rt.store.list_dead(where, limit, before)
+        rows = self._rt.read_store.list_dead(where, limit, before)
         limit_bytes = self._rt.settings.max_payload_bytes
         return [DeadLetter.from_row(r, limit_bytes) for r in rows]
 
@@ -205,7 +205,7 @@ class DeadLetters:
         a group's: a range of an index. With error_contains it reads every dead letter of the
         filter: use search() for a count that takes the same time at any size."""
         where = _filter(function, error_contains, None, None, error_group)
-        return self._rt.store.count_dead(where)
+        return self._rt.read_store.count_dead(where)
 
     def count_group(
         self, function: str, error_group: str, *, cap: int | None = None
@@ -216,7 +216,7 @@ class DeadLetters:
         cap = GROUP_COUNT_CAP if cap is None else cap
         if not 1 <= cap <= 10_000_000:
             raise ConfigError(f"cap={cap}: count between 1 and 10,000,000 dead letters.")
-        found = self._rt.store.count_dead_up_to(function, error_group, cap)
+        found = self._rt.read_store.count_dead_up_to(function, error_group, cap)
         return BoundedCount(min(found, cap), found > cap)
 
     def search(
@@ -239,7 +239,7 @@ class DeadLetters:
             raise ConfigError(f"window={window}: search between 1 and 100,000 dead letters.")
         if not error_contains:
             raise ConfigError("Give the text to search the dead letters' errors for.")
-        found = self._rt.store.search_dead(function, error_contains, before, window, limit)
+        found = self._rt.read_store.search_dead(function, error_contains, before, window, limit)
         limit_bytes = self._rt.settings.max_payload_bytes
         return ErrorSearch(
             error_contains,

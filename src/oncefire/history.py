@@ -86,7 +86,7 @@ class History:
 
     def event(self, event_id: str) -> EventHistory:
         """One event and every delivery's attempt history, or EventNotFoundError."""
-        store = self._rt.store
+        store = self._rt.read_store
         found = q.event(store, event_id)
         if found is None:
             raise EventNotFoundError(f"No event {event_id!r} is stored (or it was purged).")
@@ -113,10 +113,10 @@ class History:
         if not 1 <= limit <= 500:
             raise ConfigError(f"limit={limit}: list between 1 and 500 attempts at a time.")
         if outcome is None:
-            found = q.rows(self._rt.store, "recent_attempts", function=function, limit=limit)
+            found = q.rows(self._rt.read_store, "recent_attempts", function=function, limit=limit)
         elif outcome in OUTCOMES:
             found = q.rows(
-                self._rt.store,
+                self._rt.read_store,
                 "recent_attempts_by_outcome",
                 function=function,
                 outcome=outcome,
@@ -144,7 +144,7 @@ class History:
         oldest first, from the hour buckets."""
         since = hour_of(self._rt.clock.now()) - (hours - 1) * HOUR
         out = [(0, 0)] * hours
-        for r in q.rows(self._rt.store, "attempts_per_hour", function=function, since=since):
+        for r in q.rows(self._rt.read_store, "attempts_per_hour", function=function, since=since):
             if 0 <= int(r["hour"]) < hours:
                 out[int(r["hour"])] = (int(r["attempts"]), int(r["failed"]))
         return out
@@ -153,7 +153,7 @@ class History:
         """Each function's pending deliveries and the age of its oldest due one."""
         now = self._rt.clock.now()
         out = {}
-        for r in q.rows(self._rt.store, "pending_backlog", now=now):
+        for r in q.rows(self._rt.read_store, "pending_backlog", now=now):
             age = None if r["oldest_due"] is None else now - r["oldest_due"]
             out[r["function"]] = Backlog(int(r["pending"]), age)
         return out
@@ -161,7 +161,7 @@ class History:
     def totals(self, functions: Iterable[str] = ()) -> dict[str, FunctionTotals]:
         """What each function has counted since the store began, never purged (the counters
         of /metrics); each of `functions` is there, at zero if it counted nothing yet."""
-        found = q.rows(self._rt.store, "metric_totals")
+        found = q.rows(self._rt.read_store, "metric_totals")
         rows = (
             (r["function"], r["kind"], int(r["bin"]), int(r["count"]), float(r["duration_sum"]))
             for r in found
@@ -170,10 +170,10 @@ class History:
 
     def dead_letter_groups(self, function: str, limit: int = 20) -> list[ErrorGroup]:
         """A function's dead letters grouped by their error's first line, largest first."""
-        found = q.rows(self._rt.store, "dead_groups", function=function, limit=limit)
+        found = q.rows(self._rt.read_store, "dead_groups", function=function, limit=limit)
         return [ErrorGroup(r["error"], int(r["count"]), r["last_at"]) for r in found]
 
     def delivery_attempts(self, event_id: str, delivery_id: int) -> list[Attempt]:
         """The attempts of one delivery of an event, oldest first."""
-        found = self._rt.store.attempts(event_id)
+        found = self._rt.read_store.attempts(event_id)
         return [Attempt(**a) for a in found if a["delivery_id"] == delivery_id]

@@ -15,7 +15,7 @@ from oncefire.documents import Database
 from oncefire.rates import RateLimit
 from oncefire.schedules import TickCursor
 from oncefire.settings import Settings
-from oncefire.stores import open_store
+from oncefire.stores import open_read_store, open_store
 from oncefire.stores.base import FunctionEntry, Store
 from oncefire.triggers import Trigger
 
@@ -60,6 +60,7 @@ class Runtime:
         self.alerts: AlertHooks | None = None
         self.warned: set[str] = set()  # warnings said once a process (keeper.warn_stranded)
         self._store: Store | None = None
+        self._read_store: Store | None = None
         self._db: Database | None = None
         self._lock = threading.RLock()
 
@@ -94,6 +95,18 @@ class Runtime:
         return self.store.migrate()
 
     @property
+    def read_store(self) -> Store:
+        """Where the dashboard, stats and history read: the read replica of
+        Settings.read_store, opened on first use, else the store itself."""
+        if not self.settings.read_store:
+            return self.store
+        if self._read_store is None:
+            with self._lock:
+                if self._read_store is None:
+                    self._read_store = open_read_store(self.settings)
+        return self._read_store
+
+    @property
     def is_open(self) -> bool:
         """Whether the store has been opened (nothing opens it but a use of it)."""
         return self._store is not None
@@ -109,6 +122,9 @@ class Runtime:
 
     def close(self) -> None:
         """Close the store's connections (the next use opens it again)."""
+        if self._read_store is not None:
+            self._read_store.close()
+            self._read_store = None
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -38,6 +38,10 @@ class Settings:
     max_payload_bytes: int = 512 * 1024
     """Events larger than this get one attempt; a failure makes them a dead letter at once
     (full payload kept for replay, shown truncated)."""
+    read_store: str = ""
+    """PostgreSQL: the URL of a read replica (a streaming standby) for the dashboard's, stats'
+    and history's reads, so they take no load from the primary; empty: they read the store.
+    What acts (a replay, a dismiss, a pause) reads and writes the store itself."""
     store_retry_window: float = 10.0
     """PostgreSQL: how long a store call waits for a server that takes writes (a restart, a
     failover to a standby, every connection busy) before it fails with StoreUnavailableError."""
@@ -69,6 +73,8 @@ class Settings:
     def __post_init__(self) -> None:
         self._check_types()
         check_store_url(self.store)
+        if self.read_store:
+            check_read_store(self.store, self.read_store)
         for name in (
             "lease",
             "renew_every",
@@ -136,6 +142,16 @@ class Settings:
         if unknown:
             raise ConfigError(f"Unknown setting(s): {', '.join(sorted(unknown))}.")
         return replace(cls(), **values)
+
+
+def check_read_store(store: str, read_store: str) -> None:
+    """Refuse a read replica that is not a PostgreSQL URL beside a PostgreSQL store."""
+    schemes = ("postgresql:", "postgres:")
+    if not (store.startswith(schemes) and read_store.startswith(schemes)):
+        raise ConfigError(
+            f"Setting read_store={read_store!r} names a read replica of a PostgreSQL store "
+            "(postgresql://standby/db): SQLite stores have none; leave it empty."
+        )
 
 
 def check_store_url(url: str) -> None:

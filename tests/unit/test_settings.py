@@ -28,6 +28,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.max_payload_bytes == 512 * 1024
     assert settings.sqlite_synchronous == "FULL"
     assert settings.max_event_depth == 16
+    assert settings.store_retry_window == 10.0 and settings.read_store == ""
     assert settings.unrouted_retention == 7 * 86400.0  # an event no function takes: 7 days
 
 
@@ -106,6 +107,12 @@ def test_an_unknown_store_url_is_a_config_error_when_the_app_is_made() -> None:
         ({"max_payload_bytes": -1}, "max_payload_bytes=-1 must be a whole number of bytes"),
         ({"max_payload_bytes": 0}, "at least 1"),
         ({"max_payload_bytes": "1"}, "max_payload_bytes='1' must be a whole number"),
+        ({"store_retry_window": 0}, "store_retry_window must be a positive number"),
+        ({"read_store": "postgresql://standby/db"}, "SQLite stores have none"),
+        (
+            {"store": "postgresql://db1,db2/app", "read_store": "sqlite:///x.db"},
+            "names a read replica of a PostgreSQL store",
+        ),
     ],
 )
 def test_a_wrong_setting_is_refused_when_the_app_is_made(given: dict[str, Any], words: str) -> None:

@@ -65,7 +65,7 @@ class StoreCollector(Collector):
             "oncefire_deliveries", "Deliveries by function and state now.",
             labels=["function", "state"],
         )  # fmt: skip
-        for r in q.rows(self.app.store, "states_by_function"):
+        for r in q.rows(self.app.runtime.read_store, "states_by_function"):
             deliveries.add_metric([r["function"], r["state"]], int(r["n"]))
         yield deliveries
         dead = GaugeMetricFamily("oncefire_dead_letters", "Dead letters now.", labels=["function"])

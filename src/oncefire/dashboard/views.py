@@ -39,7 +39,7 @@ def known(app: App) -> dict[str, tuple[str, str, list[str], Trigger | None]]:
         for name, t in app.triggers.items()
         if t.kind != "http"
     }
-    with app.store.read() as tx:
+    with app.runtime.read_store.read() as tx:
         for record in tx.functions():
             if record.name not in out and record.name not in app.triggers:
                 out[record.name] = (record.kind, record.source, list(record.event_types), None)
@@ -92,7 +92,7 @@ def functions(app: App) -> list[dict[str, Any]]:
     """Every event function with its trigger, options and figures over the last 24 hours."""
     stats = app.stats(DAY)
     backlog = app.history.backlog()
-    brakes = {r["name"]: r for r in q.rows(app.store, "function_brakes")}
+    brakes = {r["name"]: r for r in q.rows(app.runtime.read_store, "function_brakes")}
     now = app.clock.now()
     out = []
     for name, (kind, source, event_types, trigger) in known(app).items():

@@ -36,3 +36,16 @@ def open_store(settings: Settings, *, beside_tables: bool = False) -> Store:
         f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
         "postgresql://user@host/db."
     )
+
+
+def open_read_store(settings: Settings) -> Store:
+    """The read replica named by settings.read_store (PostgreSQL), opened read only: never
+    migrated, its connections preferring a standby."""
+    from oncefire.stores.postgres import PostgresStore
+
+    return PostgresStore(
+        settings.read_store,
+        pool_max=settings.concurrency + 2,
+        is_replica=True,
+        retry_window=settings.store_retry_window,
+    )

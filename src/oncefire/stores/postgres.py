@@ -75,12 +75,16 @@ class PostgresStore(SqlStore):
         pool_min: int = POOL_MIN,
         pool_max: int = POOL_MAX,
         beside_tables: bool = False,
+        is_replica: bool = False,
         **pool: Any,
     ) -> None:
         """beside_tables: create the schema even in a database holding tables of its own;
-        pool: more of the Pool's options (retry_window, is_writer)."""
+        is_replica: a read replica (Settings.read_store), read only, its schema the primary's;
+        pool: more of the Pool's options (retry_window)."""
         self.url = url
-        self.pool = Pool(url, min_size=pool_min, max_size=pool_max, **pool)
+        self.pool = Pool(
+            url, min_size=pool_min, max_size=pool_max, is_writer=not is_replica, **pool
+        )
         self._pooled = PooledStatements(self.pool)
         self._unflushed_pooled = PooledStatements(self.pool, flushed=False)
         self._listener = Listener(url)
@@ -90,7 +94,7 @@ class PostgresStore(SqlStore):
         )
         self.tables: TableTriggers = PostgresTableTriggers(self._write, SQL)
         try:
-            self.migrate(beside_tables=beside_tables)
+            self.check_replica() if is_replica else self.migrate(beside_tables=beside_tables)
         except BaseException:
             self.close()
             raise

@@ -101,12 +101,17 @@ class Pool:
     ) -> None:
         # Writers drop a connection to a standby (reached through a URL without
         # target_session_attrs, or before a promotion) and look for one that takes writes;
-        # a read-only store (Settings.read_store) is meant to reach a standby.
+        # a read replica's pool (Settings.read_store) prefers a standby.
         self.retry_window = retry_window
         self._is_writer = is_writer
+        replica = {} if is_writer else {"target_session_attrs": "prefer-standby"}
+        name = "oncefire" if is_writer else "oncefire-reads"
+        options = connect_options(
+            url, connect_timeout=CONNECT_TIMEOUT, application_name=name, **replica
+        )
         # One direct connection first, so a wrong URL or password fails at once, clearly.
         try:
-            psycopg.connect(url, **connect_options(url, connect_timeout=CONNECT_TIMEOUT)).close()
+            psycopg.connect(url, **options).close()
         except psycopg.Error as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailableError(f"Cannot connect to the PostgreSQL store: {text}.") from exc
@@ -118,12 +123,7 @@ class Pool:
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={
-                "autocommit": True,
-                **connect_options(
-                    url, connect_timeout=CONNECT_TIMEOUT, application_name="oncefire"
-                ),
-            },
+            kwargs={"autocommit": True, **options},
             configure=_configure,
             timeout=retry_window,
             reconnect_timeout=retry_window,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from oncefire.errors import ForeignDatabaseError, SchemaVersionError
+from oncefire.errors import ForeignDatabaseError, SchemaVersionError, StoreError
 from oncefire.stores import migrations
 from oncefire.stores.connection import Statements
 
@@ -46,6 +46,9 @@ class Schema:
     def _lock_schema(self, st: Statements) -> None:
         """Make a concurrent migration wait for this one (PostgreSQL); nothing by default."""
 
+    def _snapshot(self) -> AbstractContextManager[Statements]:
+        raise NotImplementedError
+
     def _run_script(self, st: Any, sql: str) -> None:
         """Run one migration's statements in st's transaction."""
         raise NotImplementedError
@@ -71,3 +74,15 @@ class Schema:
                     st.execute("write_schema_version", {"version": version})
                     current = version
         return current
+
+    def check_replica(self) -> int:
+        """The schema version of a read replica (Settings.read_store), which is read, never
+        migrated; StoreError if it holds no oncefire store."""
+        try:
+            with self._snapshot() as st:
+                return int(st.fetch("schema_version")[0][0] or 0)
+        except StoreError as exc:
+            raise StoreError(
+                f"The read store holds no oncefire store ({exc}): give the URL of a replica of "
+                "the store's database."
+            ) from exc
