@@ -16,7 +16,7 @@ from typing import Any
 
 import ledger
 
-from oncefire import App, RetryPolicy, idempotent
+from oncefire import App, LeaseLostError, RetryPolicy, idempotent
 from oncefire.events import Event
 
 app = App()
@@ -64,13 +64,17 @@ def call(event: Event) -> None:
 
 @app.on_document_created("zombies/{key}", retry_policy=QUICK, timeout=60)
 def zombie(event: Event) -> None:
-    """Its first attempt sleeps 1 s (the test stops its process meanwhile), then fails late;
+    """Its first attempt sleeps 1 s (the test stops its process meanwhile), then finds its
+    transaction fenced (the lease was taken over: a `fenced` line) and fails late;
     a later attempt of a `slow*` key commits, then runs 4 s more (the late failure lands
     while it runs)."""
     witness("start", event, "zombie")
     if event.attempt == 1:
         time.sleep(1.0)
-        commit_effect(event)  # after the rescue committed it: claims nothing
+        try:
+            commit_effect(event)  # after the rescue took it over: fenced, writes nothing
+        except LeaseLostError:
+            witness("fenced", event, "zombie")
         witness("end", event, "zombie", ok=False)
         raise RuntimeError("late failure of a stalled attempt")
     commit_effect(event)

@@ -1,6 +1,7 @@
 """A worker stopped (SIGSTOP) past its lease, then resumed (SIGCONT): its attempt was rescued
-and run elsewhere; its late results change nothing (fenced by the lease token), whether they
-land after the rescuer ended or while it still runs."""
+and run elsewhere; its late results change nothing (fenced by the lease token: its late
+transaction raises LeaseLostError, its late ending is discarded), whether they land after the
+rescuer ended or while it still runs."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def test_a_stopped_worker_resumed_past_its_lease_changes_nothing(
             "the late failure", lambda: first(folder, "end", 1), 60, workers.log, chaos_store
         )
         assert late.pid == started.pid
+        # Its late transaction found the lease taken over and wrote nothing (fencing.py).
+        assert first(folder, "fenced", 1) is not None
         wait_for("the delivery to settle", lambda: unsettled(chaos_store) == 0, 60, workers.log)
         end = first(folder, "end", 2)
         assert end is not None and end.get("ok")
