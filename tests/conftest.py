@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: real stores (a SQLite file, a PostgreSQL database)."""
+"""Fixtures shared by every test: real stores (a SQLite file, a PostgreSQL database of the
+test's own, see pg_databases.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,8 @@ import pytest
 
 from oncefire import App
 from oncefire.testing import TestClock
-
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def postgres_url() -> str:
-    """The PostgreSQL server tests use: $ONCEFIRE_TEST_POSTGRES_URL or the local `test` db."""
-    return os.environ.get("ONCEFIRE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+from tests.pg_databases import Databases
+from tests.pg_databases import postgres_url as postgres_url  # re-exported for tests
 
 
 def postgres_unavailable_reason() -> str | None:
@@ -33,20 +29,6 @@ def postgres_unavailable_reason() -> str | None:
         return f"no PostgreSQL at {postgres_url()} ({str(exc).strip().splitlines()[0]})"
 
 
-def reset_postgres() -> None:
-    """Drop every oncefire_ table so each test starts from an empty schema."""
-    import psycopg
-
-    with psycopg.connect(postgres_url(), autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-            " AND tablename LIKE 'oncefire\\_%'"
-        ).fetchall()
-        if rows:
-            names = ", ".join(f'"{r[0]}"' for r in rows)
-            conn.execute(f"DROP TABLE IF EXISTS {names} CASCADE")
-
-
 def require_postgres() -> None:
     """Skip (or, with CI set, fail) when PostgreSQL is not reachable."""
     reason = postgres_unavailable_reason()
@@ -57,22 +39,32 @@ def require_postgres() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty store of each kind."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/oncefire.db"
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[Databases]:
+    """This process's databases on the test server (a migrated template, one per test)."""
     require_postgres()
-    reset_postgres()
-    return postgres_url()
+    databases = Databases(postgres_url())
+    yield databases
+    databases.close()
 
 
 @pytest.fixture
-def postgres_store_url() -> str:
-    """A fresh, empty PostgreSQL store (for tests of PostgreSQL-only behaviour)."""
-    require_postgres()
-    reset_postgres()
-    return postgres_url()
+def postgres_store_url(
+    request: pytest.FixtureRequest, postgres_databases: Databases
+) -> Iterator[str]:
+    """A PostgreSQL database of the test's own, dropped afterwards: its schema migrated, or
+    none for a test marked `empty_store` (one that makes an older schema itself)."""
+    url = postgres_databases.create(migrated=not request.node.get_closest_marker("empty_store"))
+    yield url
+    postgres_databases.drop(url)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each kind: an empty SQLite file, a PostgreSQL database of its own."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/oncefire.db"
+    return str(request.getfixturevalue("postgres_store_url"))
 
 
 @pytest.fixture
@@ -119,6 +111,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Any]:
     """A private PostgreSQL cluster for tests that restart or kill the server."""
-    from pg_cluster import private_cluster
+    from tests.pg_cluster import private_cluster
 
     yield from private_cluster()

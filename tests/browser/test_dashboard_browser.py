@@ -11,8 +11,8 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from conftest import Served
-from dashboard_shop import Shop
+from tests.browser.conftest import Served
+from tests.dashboard_shop import Shop
 
 
 def dead_tab(dashboard: Served) -> str:

@@ -7,8 +7,8 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from conftest import Served
-from dashboard_shop import Shop
+from tests.browser.conftest import Served
+from tests.dashboard_shop import Shop
 
 
 def test_pause_then_resume_a_function_from_the_functions_page(

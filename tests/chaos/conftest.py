@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import FULL, QUICK, Profile
+
+from tests.chaos.harness import FULL, QUICK, Profile
 
 _databases = itertools.count()
 

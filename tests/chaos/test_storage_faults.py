@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Workers, produce, rows, unsettled, verdict, wait_for
 
 from oncefire import App
 from oncefire.errors import OncefireError
+from tests.chaos.harness import Workers, produce, rows, unsettled, verdict, wait_for
 
 
 def mount(*argv: str) -> None:

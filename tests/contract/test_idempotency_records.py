@@ -11,7 +11,6 @@ from dataclasses import asdict
 from typing import Any
 
 import pytest
-from idempotency_support import LEASE, POLICY, T0, message_event, order_event, record_of
 
 from oncefire import App, idempotent
 from oncefire.errors import StoreUnavailableError
@@ -21,6 +20,14 @@ from oncefire.stores import queries
 from oncefire.stores.base import Completed, IdempotencyCompletion, IdempotencyRecord, Store
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import (
+    LEASE,
+    POLICY,
+    T0,
+    message_event,
+    order_event,
+    record_of,
+)
 
 SQL_POSTGRES = queries.load("postgres")
 

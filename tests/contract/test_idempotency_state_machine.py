@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from idempotency_support import record_of
 
 from oncefire import App, ClaimHeldError, Increment, PayloadMismatchError
 from oncefire.clock import to_datetime
@@ -23,6 +22,7 @@ from oncefire.idempotency import (
     _release,
 )
 from oncefire.testing import TestClock
+from tests.contract.idempotency_support import record_of
 
 # -- the state machine, as a model-based test (SQLite) ----------------------------------
 

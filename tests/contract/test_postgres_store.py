@@ -729,6 +729,7 @@ def test_workers_on_other_connections_end_attempts_of_one_bucket_without_waiting
 
 
 @pytest.mark.postgres
+@pytest.mark.empty_store
 def test_new_deliveries_fill_pages_together_in_a_store_upgraded_with_a_history(
     open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
 ) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from dashboard_shop import Shop, build
 from oncefire.alerts import check_alerts
 from oncefire.deadletters import DeadLetter
 from oncefire.errors import ConfigError
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
+from tests.dashboard_shop import Shop, build
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from dashboard_shop import SECRET, TOKEN, build
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from tests.dashboard_shop import SECRET, TOKEN, build
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 
 @pytest.fixture

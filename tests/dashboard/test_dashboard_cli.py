@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard_shop import build
 from oncefire import App
+from tests.dashboard_shop import build
 
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 

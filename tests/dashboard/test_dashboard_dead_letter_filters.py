@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 
 import oncefire.dashboard.views
 import oncefire.deadletters
-from dashboard_shop import Shop, build
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from tests.dashboard_shop import Shop, build
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App, RetryPolicy, idempotent
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock, deliver, make_event
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 
 @pytest.fixture

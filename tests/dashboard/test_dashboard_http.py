@@ -10,12 +10,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App
 from oncefire.dashboard import create_app
 from oncefire.dashboard.security import check_bind, load_tokens
 from oncefire.errors import ConfigError
 from oncefire.testing import TestClock
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from dashboard_shop import build
 from oncefire import idempotent
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock, deliver, make_event
+from tests.dashboard_shop import build
 
 
 def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, Run
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import ONCEFIRE, Run
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import Run, assert_user_error
+
+from tests.e2e.cli_support import Run, assert_user_error
 
 
 def test_doc_set_get_and_delete(run: Run) -> None:

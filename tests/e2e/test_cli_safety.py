@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, Run, assert_user_error
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import ONCEFIRE, Run, assert_user_error
 
 
 def count(store: str) -> int:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE, Run
+
+from tests.e2e.cli_support import ONCEFIRE, Run
 
 
 @pytest.mark.e2e

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli_support import Run, assert_user_error
+from tests.e2e.cli_support import Run, assert_user_error
 
 APP = """
 from pathlib import Path

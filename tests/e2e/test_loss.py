@@ -9,7 +9,8 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from test_workers import FAST, Workers, start, wait_for
+
+from tests.e2e.test_workers import FAST, Workers, start, wait_for
 
 pytestmark = pytest.mark.e2e
 __all__ = ["start"]  # the fixture

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import postgres_url, require_postgres, reset_postgres
 
 from oncefire import App
 
@@ -26,15 +25,6 @@ APP = Path(__file__).parent / "apps" / "ordered.py"
 DEADLINE = 60.0
 SLOTS = "2"  # at a time per process; the ordering tests lease no more: the keys spread
 TWO_EACH = ("--concurrency", SLOTS)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/oncefire.db"
-    require_postgres()
-    reset_postgres()
-    return postgres_url()
 
 
 class Workers:

@@ -6,10 +6,11 @@ callable."""
 from __future__ import annotations
 
 import pytest
-from test_ordering_and_rates import SLOTS, Workers, ledger_count, store_url, workers
+
+from tests.e2e.test_ordering_and_rates import SLOTS, Workers, ledger_count, workers
 
 pytestmark = pytest.mark.e2e
-__all__ = ["store_url", "workers"]  # the fixtures, shared with the document ordering test
+__all__ = ["workers"]  # the fixture, shared with the document ordering test
 
 
 def test_three_processes_keep_the_order_of_each_computed_key(workers: object) -> None:

@@ -8,11 +8,10 @@ import json
 import time
 from pathlib import Path
 
-from cli_support import Run, assert_user_error
-
 from oncefire import App, PermanentError
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import Run, assert_user_error
 
 APP = """
 from oncefire import App

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
+
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import Run
+
+from tests.e2e.cli_support import Run
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
 

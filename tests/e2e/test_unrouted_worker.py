@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 

@@ -25,7 +25,7 @@ from oncefire import worker as worker_module
 from oncefire.events import Event
 from oncefire.stores import sqlite_connections as sqlite_store
 from oncefire.testing import TestClock
-from stopping import stop_outside_a_write
+from tests.stopping import stop_outside_a_write
 
 pytestmark = pytest.mark.e2e
 
