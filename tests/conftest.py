@@ -4,9 +4,10 @@ test's own, see pg_databases.py)."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -67,6 +68,18 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_store_url"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before the parametrize marks are read
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `sqlite_only` (of what sits above the store: the CLI, the dashboard, the
+    Firebase module, the docs' examples) gets the SQLite store alone, unless it is marked
+    `postgres_smoke` too; the contract suite runs on both stores."""
+    test = metafunc.definition
+    if "store_url" not in metafunc.fixturenames or test.get_closest_marker("postgres_smoke"):
+        return
+    if test.get_closest_marker("sqlite_only"):  # as a mark, which the fixture's params yield to
+        test.add_marker(pytest.mark.parametrize("store_url", ["sqlite"], indirect=True))
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A fresh SQLite file (for tests of SQLite-only behaviour)."""
@@ -114,3 +127,24 @@ def pg_cluster() -> Iterator[Any]:
     from tests.pg_cluster import private_cluster
 
     yield from private_cluster()
+
+
+_fault_points: Counter[str] = Counter()  # in the process that reports, from every test's
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up the fault points each test of the sweep covered (tests/faults/conftest.py)."""
+    if report.when == "teardown":
+        for name, counts in report.user_properties:
+            if name == "fault_points":
+                _fault_points.update(cast(dict[str, int], counts))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the number of fault points the sweep covered, per path and in all."""
+    if not _fault_points:
+        return
+    terminalreporter.section("fault-point sweep")
+    for name, n in sorted(_fault_points.items()):
+        terminalreporter.write_line(f"{name}: {n} fault points")
+    terminalreporter.write_line(f"fault points covered: {sum(_fault_points.values())}")

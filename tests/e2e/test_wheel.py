@@ -59,7 +59,7 @@ def test_the_installed_wheel_serves_an_http_function_and_the_dashboard(
         port = sock.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
     env["ONCEFIRE_SHUTDOWN_GRACE"] = "5"
-    argv = [wheel_env.oncefire, "run", "app.py", "--store", f"sqlite:///{tmp_path}/app.db"]
+    argv = [str(wheel_env.oncefire), "run", "app.py", "--store", f"sqlite:///{tmp_path}/app.db"]
     process = subprocess.Popen(
         [*argv, "--port", str(port), "--processes", "1"],
         cwd=tmp_path,
