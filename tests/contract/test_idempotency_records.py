@@ -307,6 +307,7 @@ def test_a_completion_cut_off_by_a_postgres_restart_lands_after_the_reconnect(
         app.close()
 
 
+@pytest.mark.slow
 def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_another_worker(
     app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

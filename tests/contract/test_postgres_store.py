@@ -439,6 +439,7 @@ def test_max_instances_holds_across_stores_sharing_one_database(
     assert lease(stores[0], "late", 5, {"f": 3}) == []  # the three leases still run
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_worker_frozen_inside_its_lease_transaction_stalls_the_others_for_seconds_only(
     open_store: Callable[..., PostgresStore],

@@ -17,6 +17,8 @@ from oncefire.errors import ConfigError
 from oncefire.testing import TestClock
 from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
+
 
 @pytest.fixture
 def shop(store_url: str, clock: TestClock) -> Iterator[Shop]:
@@ -36,6 +38,7 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.postgres_smoke
 def test_pages_show_functions_dead_letters_and_events(shop: Shop) -> None:
     shop.succeed(2)
     shop.fail(1, error="<script>alert(1)</script>")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -11,6 +12,8 @@ from oncefire import idempotent
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock, deliver, make_event
 from tests.dashboard_shop import build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -22,6 +25,7 @@ def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
+@pytest.mark.postgres_smoke
 def test_metrics_count_a_known_workload_exactly(store_url: str, clock: TestClock) -> None:
     shop = build(store_url, clock)
     try:

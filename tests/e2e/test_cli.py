@@ -125,6 +125,7 @@ def test_a_bad_store_is_one_line(tmp_path: Path, run: Run, url: str, words: tupl
     assert_user_error(result, *words)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_demo_tells_the_story_and_exits_zero(run: Run) -> None:
     result = run("demo", with_store=False)

@@ -121,6 +121,7 @@ def test_a_sqlite_database_of_another_application_is_left_alone(run: Run, tmp_pa
 
 
 @pytest.mark.postgres
+@pytest.mark.empty_store
 def test_a_postgres_database_with_tables_of_its_own_gets_oncefire_tables_only_by_migrate(
     run: Run, postgres_store_url: str
 ) -> None:
@@ -193,6 +194,7 @@ def start_worker_until_named(tmp_path: Path, app_file: str, store: str) -> tuple
     return lines, stdout
 
 
+@pytest.mark.e2e
 def test_every_command_names_its_store_on_stderr(
     run: Run, store: str, dead_letters: list[int], tmp_path: Path
 ) -> None:
@@ -208,6 +210,7 @@ def test_every_command_names_its_store_on_stderr(
     assert store not in stdout
 
 
+@pytest.mark.e2e
 def test_a_store_flag_that_conflicts_with_the_app_store_is_an_error(
     run: Run, tmp_path: Path
 ) -> None:

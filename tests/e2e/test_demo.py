@@ -18,6 +18,7 @@ from tests.e2e.cli_support import ONCEFIRE, Run
 from tests.wheel_env import WheelEnv
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_runs_twice_on_one_store_and_its_replay_advice_works(run: Run) -> None:
     first = run("demo")
@@ -59,6 +60,7 @@ def test_the_demo_runs_from_an_installed_wheel(wheel_env: WheelEnv, tmp_path: Pa
     assert "orders charged: 2" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_outside_a_terminal_ends_after_its_story(run: Run) -> None:
     told = run("demo")  # stdin is not a terminal here: nothing to wait for
@@ -69,6 +71,7 @@ def test_the_demo_outside_a_terminal_ends_after_its_story(run: Run) -> None:
     assert "dashboard:" not in in_ci.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_serves_its_dashboard_until_ctrl_c(tmp_path: Path) -> None:
     with socket.socket() as sock:

@@ -90,6 +90,7 @@ def workers(tmp_path: Path, store_url: str) -> Iterator[type[Workers]]:
         w.close()
 
 
+@pytest.mark.slow
 def test_three_processes_keep_the_order_of_each_key_and_a_failure_holds_back_its_key_only(
     workers: object,
 ) -> None:
@@ -126,6 +127,7 @@ def test_three_processes_keep_the_order_of_each_key_and_a_failure_holds_back_its
     assert not any(line[1] == "k0" for line in between)
 
 
+@pytest.mark.slow
 def test_four_processes_start_a_rate_limited_function_at_its_rate(workers: object) -> None:
     w: Workers = workers(4)  # type: ignore[operator]
     with w.app.db.transaction() as tx:

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.e2e
 __all__ = ["workers"]  # the fixture, shared with the document ordering test
 
 
+@pytest.mark.slow
 def test_three_processes_keep_the_order_of_each_computed_key(workers: object) -> None:
     w: Workers = workers(3, batch_size=SLOTS)  # type: ignore[operator]
     # One commit; each process leases no more than its two slots and each customer's first

@@ -120,6 +120,7 @@ def ledger(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_no_row_change(
     tmp_path: Path, url: str, start: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
@@ -165,6 +166,7 @@ engine.dispose()
 CHANNEL_APP = APP.replace("{event.data.after['status']}", "{event.data.after.get('channel')}")
 
 
+@pytest.mark.slow
 def test_a_column_added_under_a_live_worker(
     tmp_path: Path, url: str, start: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
