@@ -1,5 +1,5 @@
-"""Fixtures shared by every test: real stores (a SQLite file, a PostgreSQL database of the
-test's own, see pg_databases.py)."""
+"""Fixtures shared by every test: real stores (a SQLite file, a PostgreSQL schema of the
+test's own: pg_databases.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def require_postgres() -> None:
 
 @pytest.fixture(scope="session")
 def postgres_databases() -> Iterator[Databases]:
-    """This process's databases on the test server (a migrated template, one per test)."""
+    """This process's database on the test server, where each test gets a schema."""
     require_postgres()
     databases = Databases(postgres_url())
     yield databases
@@ -53,8 +53,8 @@ def postgres_databases() -> Iterator[Databases]:
 def postgres_store_url(
     request: pytest.FixtureRequest, postgres_databases: Databases
 ) -> Iterator[str]:
-    """A PostgreSQL database of the test's own, dropped afterwards: its schema migrated, or
-    none for a test marked `empty_store` (one that makes an older schema itself)."""
+    """A PostgreSQL store of the test's own (a schema), dropped afterwards: migrated, or
+    empty for a test marked `empty_store` (one that makes an older schema itself)."""
     url = postgres_databases.create(migrated=not request.node.get_closest_marker("empty_store"))
     yield url
     postgres_databases.drop(url)
@@ -62,7 +62,7 @@ def postgres_store_url(
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store of each kind: an empty SQLite file, a PostgreSQL database of its own."""
+    """A fresh store of each kind: an empty SQLite file, a PostgreSQL schema of its own."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/oncefire.db"
     return str(request.getfixturevalue("postgres_store_url"))
