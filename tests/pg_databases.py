@@ -20,7 +20,7 @@ import re
 import uuid
 import zlib
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -38,7 +38,7 @@ def database_url(base: str, name: str, schema: str | None = None) -> str:
         given = dict(query).get("options", "")
         query = [(k, v) for k, v in query if k != "options"]
         query.append(("options", f"-csearch_path={schema} {given}".strip()))
-    return urlunsplit(parts._replace(path=f"/{name}", query=urlencode(query)))
+    return urlunsplit(parts._replace(path=f"/{name}", query=urlencode(query, quote_via=quote)))
 
 
 def database_name(url: str) -> str:

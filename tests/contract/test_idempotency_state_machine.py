@@ -6,6 +6,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -23,6 +24,8 @@ from oncefire.idempotency import (
 )
 from oncefire.testing import TestClock
 from tests.contract.idempotency_support import record_of
+
+pytestmark = pytest.mark.slow  # a stateful search over many steps
 
 # -- the state machine, as a model-based test (SQLite) ----------------------------------
 

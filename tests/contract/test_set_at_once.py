@@ -290,6 +290,7 @@ _values = st.recursive(
 _documents = st.dictionaries(_keys, _values, max_size=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(

@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.cli_support import Run, assert_user_error
 
 
+@pytest.mark.slow
 def test_doc_set_get_and_delete(run: Run) -> None:
     result = run("doc", "set", "orders/o1", '{"amount": 500, "tags": ["a"]}')
     assert result.returncode == 0, result.stderr
@@ -35,6 +36,7 @@ def test_the_store_comes_from_oncefire_store(run: Run, store: str) -> None:
     assert json.loads(result.stdout) == {"a": 1}
 
 
+@pytest.mark.slow
 def test_dlq_list_show_replay_and_dismiss(run: Run, dead_letters: list[int]) -> None:
     newest, middle, oldest = dead_letters
     listing = run("dlq", "list")

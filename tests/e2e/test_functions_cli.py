@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.cli_support import Run, assert_user_error
 
 APP = """
@@ -25,6 +27,7 @@ def sent(tmp_path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+@pytest.mark.slow
 def test_a_message_published_before_any_function_is_kept_and_delivered(
     run: Run, tmp_path: Path
 ) -> None:
@@ -40,6 +43,7 @@ def test_a_message_published_before_any_function_is_kept_and_delivered(
     assert "unrouted: 0 event(s)" in run("stats").stdout
 
 
+@pytest.mark.slow
 def test_functions_list_pause_resume(run: Run, tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text(APP)
     assert run("drain", "shop.py").returncode == 0  # registers `send`
@@ -56,6 +60,7 @@ def test_functions_list_pause_resume(run: Run, tmp_path: Path) -> None:
     assert sent(tmp_path) == ["a@b"]
 
 
+@pytest.mark.slow
 def test_functions_forget_asks_then_makes_dead_letters(run: Run, tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text(APP)
     assert run("drain", "shop.py").returncode == 0

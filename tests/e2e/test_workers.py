@@ -383,6 +383,7 @@ def test_a_signal_lets_attempts_finish_within_the_grace_and_keeps_the_rest_lease
     assert children and not any(is_alive(pid) for pid in children)
 
 
+@pytest.mark.slow
 def test_an_idle_worker_is_woken_by_a_new_event_not_by_its_poll(
     start: Callable[..., Workers],
 ) -> None:

@@ -25,6 +25,7 @@ def names(databases: Databases) -> set[str]:
     return {name for (name,) in databases.conn.execute("SELECT datname FROM pg_database")}
 
 
+@pytest.mark.slow
 def test_a_run_drops_the_databases_of_a_killed_run_and_not_those_of_a_live_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -90,6 +90,7 @@ def test_an_unknown_store_url_is_a_config_error(tmp_path: object) -> None:
         _ = app.store
 
 
+@pytest.mark.slow
 def test_max_event_depth_comes_from_the_environment_and_must_be_positive(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
