@@ -17,7 +17,7 @@ import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ledger import Entry
+from tests.chaos.ledger import Entry
 
 Key = tuple[str, str]  # (function, key)
 

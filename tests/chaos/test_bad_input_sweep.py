@@ -19,10 +19,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from harness import rows
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App, Increment, RetryPolicy
 from oncefire.cli import main
 from oncefire.dashboard import create_app
@@ -30,6 +28,8 @@ from oncefire.errors import ConfigError, InvalidDocumentError, InvalidPathError,
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
 from oncefire.worker import Worker
+from tests.chaos.harness import rows
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 TABLES = ("documents", "events", "deliveries", "functions", "claims", "index_fields", "audit")
 

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from worker_support import WAIT, app_of, learned_worker, turn_until
 
 from oncefire import App, RetryPolicy, execution
 from oncefire.events import Event
@@ -26,6 +25,7 @@ from oncefire.rescue import rescue
 from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
+from tests.contract.worker_support import WAIT, app_of, learned_worker, turn_until
 
 LEASE = 30.0
 

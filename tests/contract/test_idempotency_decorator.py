@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from idempotency_support import (
+
+from oncefire import App, PayloadMismatchError, PermanentError, idempotent
+from oncefire.events import Event
+from oncefire.testing import TestClock, deliver, make_event
+from tests.contract.idempotency_support import (
     LEASE,
     POLICY,
     Boom,
@@ -21,10 +25,6 @@ from idempotency_support import (
     order_event,
     record_of,
 )
-
-from oncefire import App, PayloadMismatchError, PermanentError, idempotent
-from oncefire.events import Event
-from oncefire.testing import TestClock, deliver, make_event
 
 # -- @idempotent ------------------------------------------------------------------------
 

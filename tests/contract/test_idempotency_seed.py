@@ -17,11 +17,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from idempotency_support import Gate, deliver_in_background, order_event, outcomes
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import Gate, deliver_in_background, order_event, outcomes
 
 # -- the seed scenario: oncefire/demo.py --------------------------------------------------
 

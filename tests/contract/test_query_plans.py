@@ -149,6 +149,7 @@ def test_the_limit_ends_the_read(
     assert sum(rows_read) == len(expected), rows_read
 
 
+@pytest.mark.slow
 def test_a_stream_holds_one_page_of_a_large_collection(app: App) -> None:
     app.db.collection("big").index("n")
     fill(app, "big", 20_000)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+import pytest
+
 from oncefire import App, codec
 from oncefire.events import Event
 from oncefire.stores import migrations
@@ -46,6 +48,7 @@ def make_old_store(url: str) -> None:
             pg.execute(statement.encode())
 
 
+@pytest.mark.empty_store
 def test_an_older_store_upgrades_in_place_and_keeps_its_documents(
     store_url: str, make_app: Callable[..., App]
 ) -> None:

@@ -56,6 +56,7 @@ def make(url: str, ran: list[str]) -> App:
     return app
 
 
+@pytest.mark.slow
 def test_a_worker_started_on_a_read_only_store_serves_once_write_access_returns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

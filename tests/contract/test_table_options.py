@@ -19,7 +19,7 @@ from oncefire.keeper import route_new
 from oncefire.ordering import key_deliveries
 from oncefire.testing import TestClock
 from oncefire.worker import Worker
-from table_writers import Writer, make_writer
+from tests.table_writers import Writer, make_writer
 
 
 @pytest.fixture

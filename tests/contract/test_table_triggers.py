@@ -17,7 +17,7 @@ from oncefire.errors import ConfigError
 from oncefire.events import Event, RowChange
 from oncefire.keeper import Keeper
 from oncefire.testing import TestClock, deliver, make_event
-from table_writers import Writer, make_writer
+from tests.table_writers import Writer, make_writer
 
 WRITERS = ["sqlalchemy", "driver"]
 

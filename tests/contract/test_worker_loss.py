@@ -404,6 +404,7 @@ def test_an_ended_attempt_is_recorded_while_others_run_and_wait(
     assert runs.count[quick] == runs.count[blocked] == 1 and runs.count[queued] <= 1
 
 
+@pytest.mark.slow
 def test_a_second_worker_gets_work_while_the_first_is_busy(make_app: Callable[..., App]) -> None:
     runs, first, second = two_workers(make_app, poll_interval=0.01)
     blocked, *rest = publish(first, {"block": True}, *({"n": n} for n in range(4)))

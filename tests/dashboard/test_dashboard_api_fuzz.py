@@ -9,9 +9,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from dashboard_shop import SECRET, TOKEN, build
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from tests.dashboard_shop import SECRET, TOKEN, build
 
 
 @pytest.fixture
@@ -28,6 +28,7 @@ def api_schema(sqlite_url: str) -> Iterator[Any]:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_api_never_answers_with_a_server_error(case: Any) -> None:

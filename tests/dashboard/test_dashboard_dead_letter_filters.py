@@ -13,9 +13,11 @@ from starlette.testclient import TestClient
 
 import oncefire.dashboard.views
 import oncefire.deadletters
-from dashboard_shop import Shop, build
 from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from tests.dashboard_shop import Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -37,6 +39,7 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.postgres_smoke
 def test_an_error_text_filter_over_the_window_says_its_count_is_a_lower_bound(
     shop: Shop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +74,7 @@ def test_an_error_text_filter_that_read_every_dead_letter_is_exact(shop: Shop) -
     assert "search-older" not in tab
 
 
+@pytest.mark.postgres_smoke
 def test_a_group_filter_counts_and_lists_exactly_that_group(shop: Shop) -> None:
     http = client(shop)
     api = "/api/functions/charge/dead-letters"

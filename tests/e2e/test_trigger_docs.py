@@ -23,7 +23,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 TRIGGERS = DOCS / "triggers.md"
 FIREBASE = DOCS / "firebase.md"
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 # An event id (a UUIDv7, with or without dashes) in a line printed by an example.
 EVENT_ID = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")
@@ -200,6 +200,7 @@ def http_example(
         sys.modules.pop("oncefire_user_app", None)
 
 
+@pytest.mark.postgres_smoke
 def test_the_http_example_answers_the_curl_commands(
     http_example: tuple[App, httpx.Client],
 ) -> None:

@@ -360,6 +360,7 @@ def sweep(world: World, path: Path) -> Iterator[faults.FaultPlan]:
             yield plan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_fault_point_keeps_the_invariants(
     store_url: str, path: Path, fault_points: Counter[str]
