@@ -56,6 +56,11 @@ class StoreUnavailableError(StoreError):
     may succeed later (never a reason to give up on the data it carried)."""
 
 
+class StoreConflictError(StoreError):
+    """Two transactions waited on each other (a deadlock) and the store ended this one:
+    running it again may succeed."""
+
+
 class SchemaVersionError(StoreError):
     """The store's schema is newer than this oncefire understands."""
 
