@@ -73,6 +73,11 @@ class TransactionError(OncefireError):
     """A document transaction was used wrongly (after commit, or nested)."""
 
 
+class TransactionAbortedError(TransactionError, ValueError):
+    """A transaction met contention on every attempt and gave up (Firestore's client raises
+    a ValueError then, the Realtime Database's a TransactionAbortedError)."""
+
+
 class FunctionError(OncefireError):
     """Control-flow errors a function raises to steer its own delivery."""
 

@@ -9,6 +9,7 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    auth_context,
     firestore,
     firestore_fn,
     https_fn,
@@ -19,6 +20,7 @@ from oncefire.firebase import (
 from oncefire.firebase.defaults import default_app, initialize_app
 
 __all__ = [
+    "auth_context",
     "default_app",
     "firestore",
     "firestore_fn",
