@@ -10,6 +10,8 @@ find when the module holds no App of its own. See docs/firebase.md.
 
 from oncefire.firebase import (
     auth_context,
+    db,
+    db_fn,
     firestore,
     firestore_fn,
     https_fn,
@@ -21,6 +23,8 @@ from oncefire.firebase.defaults import default_app, initialize_app
 
 __all__ = [
     "auth_context",
+    "db",
+    "db_fn",
     "default_app",
     "firestore",
     "firestore_fn",
