@@ -50,10 +50,18 @@ class Settings:
     kept after they finished. Dead letters are never purged (docs/retention.md)."""
     unrouted_retention: float = 7 * 86400.0
     """How long an event no function takes is kept for a function registered later."""
+    keep_unrouted: str = ""
+    """Topics, collections or tables, comma-separated, whose unrouted events are warned about
+    even if no function ever took them (as `app.keep_unrouted` names them)."""
     statistics_retention: float = 90 * 86400.0
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100
     """Most rows one retention batch deletes: one short write transaction each."""
+    project_id: str = ""
+    """The Firebase project id a ported module sees (`params.PROJECT_ID`, `.env.<project>`)."""
+    auth_verifier: str = ""
+    """`module:function` or `path/file.py:function` checking callable functions' tokens, for
+    a ported module that does not call `oncefire.firebase.set_auth_verifier` itself."""
 
     def __post_init__(self) -> None:
         self._check_types()

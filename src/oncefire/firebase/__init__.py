@@ -1,7 +1,7 @@
-"""Firebase Cloud Functions' Python names over oncefire: porting a main.py is changing imports.
+"""Firebase Cloud Functions' Python names over oncefire: porting a main.py is `oncefire port`.
 
     from oncefire.firebase import firestore_fn, https_fn, pubsub_fn, scheduler_fn, options
-    from oncefire.firebase import initialize_app, firestore
+    from oncefire.firebase import initialize_app, firestore, params, logger
 
 Functions declared with these decorators register on one implicit default App (its store
 from `--store` or $ONCEFIRE_STORE), which `oncefire worker main.py` and `oncefire run main.py`
@@ -10,27 +10,37 @@ find when the module holds no App of its own. See docs/firebase.md.
 
 from oncefire.firebase import (
     auth_context,
+    credentials,
     db,
     db_fn,
     firestore,
     firestore_fn,
     https_fn,
+    logger,
     options,
+    params,
     pubsub_fn,
     scheduler_fn,
 )
-from oncefire.firebase.defaults import default_app, initialize_app
+from oncefire.firebase.callables import set_auth_verifier
+from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
     "auth_context",
+    "credentials",
     "db",
     "db_fn",
     "default_app",
+    "delete_app",
     "firestore",
     "firestore_fn",
+    "get_app",
     "https_fn",
     "initialize_app",
+    "logger",
     "options",
+    "params",
     "pubsub_fn",
     "scheduler_fn",
+    "set_auth_verifier",
 ]
