@@ -35,6 +35,7 @@ DOCUMENT_TYPES = frozenset(
     {EventType.DOCUMENT_CREATED, EventType.DOCUMENT_UPDATED, EventType.DOCUMENT_DELETED}
 )
 ROW_TYPES = frozenset({EventType.ROW_INSERTED, EventType.ROW_UPDATED, EventType.ROW_DELETED})
+VALUE_TYPES = frozenset({EventType.VALUE_CREATED, EventType.VALUE_UPDATED, EventType.VALUE_DELETED})
 
 
 @dataclass(frozen=True, slots=True)

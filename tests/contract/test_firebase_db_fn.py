@@ -12,7 +12,7 @@ import pytest
 from oncefire import App
 from oncefire.firebase import auth_context, db, db_fn
 from oncefire.firebase.defaults import set_default_app
-from oncefire.testing import fail_store_calls
+from oncefire.testing import deliver, fail_store_calls, make_event
 
 Seen = list[tuple[str, dict[str, str], Any]]
 
@@ -137,4 +137,16 @@ def test_the_writer_is_named_in_the_event(default_app: App) -> None:
         ("app_user", "uid-1"),
         ("unauthenticated", None),
         ("admin", None),
+    ]
+
+
+def test_make_event_builds_a_value_event_a_db_fn_function_takes(default_app: App) -> None:
+    seen = watch("written", "/carts/{cart}/items/{item}", "items")
+    event = make_event("value.updated", "carts/c1/items/i1", {"n": 2}, before={"n": 1})
+    gone = make_event("value.deleted", "carts/c1/items/i2", {"n": 5})
+    deliver(default_app, "items", event, times=1)
+    deliver(default_app, "items", gone, times=1)
+    assert seen == [
+        ("written", {"cart": "c1", "item": "i1"}, ({"n": 1}, {"n": 2})),
+        ("written", {"cart": "c1", "item": "i2"}, ({"n": 5}, None)),
     ]

@@ -15,6 +15,7 @@ from oncefire.errors import InvalidMessageError
 from oncefire.events import Event
 from oncefire.firebase import pubsub_fn
 from oncefire.firebase.defaults import set_default_app
+from oncefire.testing import deliver, make_event
 
 RAW = b"World \x00\xff\xfe not JSON"
 
@@ -106,3 +107,9 @@ def test_bytes_in_a_transaction_commit_with_it(app: App) -> None:
         tx.publish("raw", b"kept")
     app.drain()
     assert seen == [b"kept"]
+
+
+def test_make_event_builds_a_message_of_bytes(default_app: App) -> None:
+    seen = firebase_function("made")
+    deliver(default_app, "decode", make_event("message.published", "made", RAW), times=1)
+    assert seen[0][0] == RAW
