@@ -252,6 +252,16 @@ def test_order_limit_offset_and_limit_to_last(db: firestore.Client) -> None:
         by_pop.limit_to_last(2).stream()
 
 
+def test_ordering_by_the_document_id(db: firestore.Client) -> None:
+    collection = cities(db)
+    by_id = collection.order_by(firestore.FieldPath.document_id(), direction=Query.DESCENDING)
+    assert ids(by_id.get()) == ["e", "d", "c", "b", "a"]
+    assert ids(by_id.limit(2).get()) == ["e", "d"]
+    assert ids(by_id.start_after(["c"]).get()) == ["b", "a"]
+    by_state = collection.order_by("state").order_by("__name__", direction=Query.DESCENDING)
+    assert ids(by_state.get()) == ["e", "d", "c", "b", "a"]
+
+
 def test_cursors_with_values_cut_the_ordered_results(db: firestore.Client) -> None:
     by_pop = cities(db).order_by("pop")  # c a b d e
     assert ids(by_pop.start_at([860000]).get()) == ["a", "b", "d", "e"]

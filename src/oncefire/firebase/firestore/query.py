@@ -200,8 +200,7 @@ class Query:
             if _is_plain(shape, rest, orders) and shape.limit is not None:
                 found = found.limit(shape.offset + shape.limit)  # nothing cuts before it
             queries.append(found)
-        if len(queries) == 1 and orders[-1][0] == ordering.NAME:
-            # One collection: the store's query gives the full order (its ties by path).
+        if len(queries) == 1 and _is_stores_order(orders):
             yield from (s for s in queries[0].stream() if all(passes(f, s) for f in rest))
             return
         merged = [s for q in queries for s in q.stream() if all(passes(f, s) for f in rest)]
@@ -245,15 +244,22 @@ def _cut(shape: Shape, matching: Iterator[Snapshot]) -> Iterator[Snapshot]:
 def _is_plain(shape: Shape, rest: list[Filter], orders: list[ordering.Order]) -> bool:
     """Whether the store's query may stop at offset + limit: nothing is cut after it, and
     its order is the full one."""
-    is_name_last = [f for f, _ in orders].index(ordering.NAME) == len(orders) - 1
     return (
         shape.collection is not None
         and not rest
         and shape.start is None
         and shape.end is None
         and not shape.limit_to_last
-        and is_name_last
+        and _is_stores_order(orders)
     )
+
+
+def _is_stores_order(orders: list[ordering.Order]) -> bool:
+    """Whether the store's query of one collection gives the full order: it orders by the
+    fields, then by path in the last field's direction (ascending with none)."""
+    fields = [is_desc for field, is_desc in orders if field != ordering.NAME]
+    name, is_desc = orders[-1]
+    return name == ordering.NAME and is_desc == (fields[-1] if fields else False)
 
 
 def _is_group(collection: str, group_id: str | None) -> bool:
