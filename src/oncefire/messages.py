@@ -53,12 +53,6 @@ def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
     return payload
 
 
-def message_bytes(payload: dict[str, Any]) -> bytes | None:
-    """The raw bytes of a message published as bytes, else None (a JSON message)."""
-    encoded = payload.get("bytes")
-    return None if encoded is None else base64.b64decode(encoded)
-
-
 def dead_letter_message(trigger: Trigger, leased: Leased, now: float) -> StoredEvent:
     """The message republished on a function's dead-letter topic, naming where it came from."""
     assert trigger.dead_letter_topic is not None
