@@ -13,7 +13,7 @@ import pytest
 from oncefire import App
 from oncefire.errors import InvalidMessageError
 from oncefire.events import Event
-from oncefire.firebase import pubsub_fn
+from oncefire.firebase import initialize_app, pubsub_fn
 from oncefire.firebase.defaults import set_default_app
 from oncefire.testing import deliver, make_event
 
@@ -46,7 +46,8 @@ def firebase_function(topic: str) -> list[tuple[bytes, Any]]:
 
 def test_published_bytes_reach_a_firebase_function_as_they_were(default_app: App) -> None:
     seen = firebase_function("raw")
-    default_app.publish("raw", RAW, attributes={"kind": "bytes"})
+    # A ported module publishes through its Firebase app, which is the App.
+    initialize_app().publish("raw", RAW, attributes={"kind": "bytes"})
     default_app.publish("raw", b'{"a": 1}')  # bytes that happen to be JSON
     default_app.publish("raw", "World")  # a str is JSON, as before: '"World"'
     default_app.drain()
