@@ -17,7 +17,30 @@ from oncefire.errors import DocumentTooLargeError, InvalidDocumentError, StoreEr
 MAX_DOCUMENT_BYTES = 1024 * 1024
 TOO_DEEP = "The data is nested too deeply to store: flatten it (a few hundred levels at most)."
 _TIME_TAG = "$time"
-_TIME_TAG_BYTES = _TIME_TAG.encode()
+_GEO_TAG = "$geo"
+_TAGS = (_TIME_TAG, _GEO_TAG)  # a map whose only key is one of these holds a value kind
+_TIME_TAG_BYTES, _GEO_TAG_BYTES = _TIME_TAG.encode(), _GEO_TAG.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class GeoPoint:
+    """A point on Earth, as Firestore's GeoPoint: latitude and longitude in degrees."""
+
+    latitude: float
+    longitude: float
+
+    def __post_init__(self) -> None:
+        for name, value, bound in (
+            ("latitude", self.latitude, 90),
+            ("longitude", self.longitude, 180),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidDocumentError(f"GeoPoint {name} {value!r} is not a number.")
+            if not -bound <= value <= bound:
+                raise InvalidDocumentError(
+                    f"GeoPoint {name} {value!r} is out of range: use -{bound} to {bound} degrees."
+                )
+            object.__setattr__(self, name, float(value))  # stored as a double, as in Firestore
 
 
 _AS_IS = frozenset({str, int, bool})  # exact types JSON holds as they are (a float: if finite)
@@ -39,11 +62,13 @@ def _encode_value(value: Any, where: str) -> Any:
                 f"Field {where} is a naive datetime: give it a timezone (UTC)."
             )
         return {_TIME_TAG: value.astimezone(UTC).isoformat()}
+    if isinstance(value, GeoPoint):
+        return {_GEO_TAG: [float(value.latitude), float(value.longitude)]}
     if isinstance(value, dict):
-        if len(value) == 1 and _TIME_TAG in value:
+        if len(value) == 1 and next(iter(value)) in _TAGS:
             raise InvalidDocumentError(
-                f"Field {where or '<root>'} is a map whose only key is {_TIME_TAG!r}, which "
-                "oncefire reserves for datetimes: rename that key."
+                f"Field {where or '<root>'} is a map whose only key is {next(iter(value))!r}, "
+                "which oncefire reserves for datetimes and GeoPoints: rename that key."
             )
         out = {}
         for key, item in value.items():
@@ -59,13 +84,16 @@ def _encode_value(value: Any, where: str) -> Any:
         return [_encode_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise InvalidDocumentError(
         f"Field {where or '<root>'} holds a {type(value).__name__}, which is not JSON: "
-        "use dicts, lists, strings, numbers, booleans, None or aware datetimes."
+        "use dicts, lists, strings, numbers, booleans, None, aware datetimes or GeoPoints."
     )
 
 
 def _decode_hook(obj: dict[str, Any]) -> Any:
-    if len(obj) == 1 and _TIME_TAG in obj:
-        return datetime.fromisoformat(obj[_TIME_TAG])
+    if len(obj) == 1:
+        if _TIME_TAG in obj:
+            return datetime.fromisoformat(obj[_TIME_TAG])
+        if _GEO_TAG in obj:
+            return GeoPoint(*obj[_GEO_TAG])
     return obj
 
 
@@ -132,9 +160,12 @@ def utf8(text: str) -> bytes:
 
 def loads(text: str | bytes) -> Any:
     """Decode what dumps wrote (datetimes come back as aware datetimes)."""
-    # A text without the tag holds no datetime (dumps never escapes '$'): the decoder needs
-    # no hook then, which halves its time.
-    has_tag = _TIME_TAG in text if isinstance(text, str) else _TIME_TAG_BYTES in text
+    # A text without a tag holds no datetime or GeoPoint (dumps never escapes '$'): the
+    # decoder needs no hook then, which halves its time.
+    if isinstance(text, str):
+        has_tag = _TIME_TAG in text or _GEO_TAG in text
+    else:
+        has_tag = _TIME_TAG_BYTES in text or _GEO_TAG_BYTES in text
     if not has_tag:
         return json.loads(text)
     return json.loads(text, object_hook=_decode_hook)

@@ -16,7 +16,7 @@ from oncefire.errors import (
     TransactionError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.lineage import CURRENT_LINEAGE
+from oncefire.lineage import carries_context
 from oncefire.messages import message_payload
 from oncefire.outbox import document_subscribers, emit
 from oncefire.query import Query, index_key
@@ -365,13 +365,13 @@ class Database:
         (Store.set_document: on PostgreSQL one statement, one round trip instead of two; on
         SQLite one transaction of the write's statements alone), with what needs no store
         made before its lock is taken: the fields checked, the transforms resolved, the JSON
-        encoded, the event's id. False if it must be a transaction: inside one, from a running
-        function (its event carries the function's lineage), or when the store declines.
+        encoded, the event's id. False if it must be a transaction: inside one, when its event
+        carries a lineage or an author (lineage.carries_context), or when the store declines.
 
         The store decides created/updated/no-op under the same locks a transaction takes,
         with the catalogue (functions, index fields) as of its write.
         """
-        if self._local.tx is not None or CURRENT_LINEAGE.get() is not None:
+        if self._local.tx is not None or carries_context():
             return False
         _check_fields(data)
         now = self.clock.now()

@@ -1,11 +1,12 @@
 """The value keys of a field index: text that sorts as the values do.
 
 Values order as in Firestore, type by type: null, booleans, numbers, times, strings, then
-anything else (lists, maps) by its JSON. A key is the type's rank, a colon, then text that
-sorts within the type: numbers and times as the 16 hex digits of an order-preserving
-transform of their float64, strings as themselves (UTF-8 bytes sort as code points), the
-rest as the JSON `rank` compares. So every key of rank r lies in [f"{r}:", f"{r};"), and a
-range filter or an order on a field is a range walk of its index.
+anything else: GeoPoints (by latitude, then longitude) before lists and maps (by their
+JSON). A key is the type's rank, a colon, then text that sorts within the type: numbers and
+times as the 16 hex digits of an order-preserving transform of their float64, strings as
+themselves (UTF-8 bytes sort as code points), the rest as the text `rank` compares. So every
+key of rank r lies in [f"{r}:", f"{r};"), and a range filter or an order on a field is a
+range walk of its index.
 
 Keys are exact for everything but integers past 2**53 (keyed by their nearest float) and,
 on PostgreSQL, strings past 256 characters (its B-tree holds the first 256): a query checks
@@ -20,6 +21,8 @@ import math
 import struct
 from datetime import UTC, datetime
 from typing import Any
+
+from oncefire.codec import GeoPoint
 
 NULL, BOOL, NUMBER, TIME, TEXT, OTHER = range(6)
 
@@ -39,6 +42,8 @@ def rank(value: Any) -> tuple[int, Any]:
         return (TIME, value.timestamp())
     if isinstance(value, str):
         return (TEXT, value)
+    if isinstance(value, GeoPoint):  # "!" sorts before the "[" and "{" of lists and maps
+        return (OTHER, f"!{float_key(value.latitude)}{float_key(value.longitude)}")
     return (OTHER, json.dumps(value, sort_keys=True, default=str))
 
 

@@ -5,14 +5,22 @@ an event, every event it writes (a document write, `tx.publish`, `app.publish`) 
 event's root and one more depth; an event that reaches `Settings.max_event_depth` (16, as AWS
 Lambda's recursion detection) is stored, but its deliveries are dead letters at once. The
 running attempt sets the lineage in a context variable; the outbox reads it.
+
+A document event also records who wrote it, when the context says so (`written_by`): a
+signed-in user of a callable, an unauthenticated caller or the CLI, or "system" for a write
+made while an event function runs (what Firebase's `*_with_auth_context` triggers read).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from oncefire.events import StoredEvent
+
+Auth = dict[str, str]  # {"type": "user", "id": uid}, {"type": "unauthenticated"}, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +42,38 @@ class Lineage:
 
 CURRENT_LINEAGE: ContextVar[Lineage | None] = ContextVar("oncefire_lineage", default=None)
 """The lineage of events written in this context (None outside a function: a root)."""
+
+CURRENT_AUTH: ContextVar[Auth | None] = ContextVar("oncefire_auth", default=None)
+"""Who makes the writes of this context, when a caller says so: {"type": "user", "id": uid}
+inside a signed-in callable, {"type": "unauthenticated"} for an anonymous one or the CLI."""
+
+
+UNAUTHENTICATED: Auth = {"type": "unauthenticated"}
+
+
+@contextmanager
+def written_by(auth: Auth | None) -> Iterator[None]:
+    """Within the block, the writes of this context are by auth (None: not said)."""
+    token = CURRENT_AUTH.set(auth)
+    try:
+        yield
+    finally:
+        CURRENT_AUTH.reset(token)
+
+
+def write_auth() -> Auth | None:
+    """Who a document write made now is by: what the context says, else "system" while an
+    event function runs (a worker's write), else None (not known)."""
+    auth = CURRENT_AUTH.get()
+    if auth is None and CURRENT_LINEAGE.get() is not None:
+        return {"type": "system"}
+    return auth
+
+
+def carries_context() -> bool:
+    """Whether events written now carry a lineage or an author, which the store's
+    one-statement document write does not record."""
+    return CURRENT_LINEAGE.get() is not None or CURRENT_AUTH.get() is not None
 
 
 def inherited(event: StoredEvent, max_depth: int) -> Lineage:

@@ -1,7 +1,13 @@
-"""Topic messages: the payload a publish stores, and the message a dead-letter topic gets."""
+"""Topic messages: the payload a publish stores, and the message a dead-letter topic gets.
+
+A message carries JSON (`{"data": value, "attributes": {...}}`) or raw bytes, kept as their
+base64 (`{"bytes": "aGk=", "attributes": {...}}`): publishing bytes (`app.publish(topic,
+b"hi")`, `oncefire publish TOPIC --text hi`) is how a text that is not JSON is sent.
+"""
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from oncefire import codec
@@ -40,7 +46,9 @@ def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
                 f"Attribute {key!r}: names starting with {RESERVED_PREFIX!r} are oncefire's own "
                 "(a dead-letter topic's message names its source with them): use another name."
             )
-    payload = {"data": data, "attributes": dict(attributes)}
+    payload: dict[str, Any] = {"data": data, "attributes": dict(attributes)}
+    if isinstance(data, bytes | bytearray | memoryview):
+        payload = {"bytes": base64.b64encode(data).decode(), "attributes": dict(attributes)}
     codec.encode_document(payload, is_fields=False)  # JSON-ready, no NUL, under the size limit
     return payload
 
@@ -58,6 +66,8 @@ def dead_letter_message(trigger: Trigger, leased: Leased, now: float) -> StoredE
         }
     )
     payload = {"data": data.get("data"), "attributes": attributes}
+    if "bytes" in data:
+        payload = {"bytes": data["bytes"], "attributes": attributes}
     return StoredEvent(
         codec.new_id(now),
         EventType.MESSAGE_PUBLISHED,

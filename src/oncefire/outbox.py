@@ -9,8 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 from oncefire import codec
-from oncefire.events import EventType, StoredEvent
-from oncefire.lineage import CURRENT_LINEAGE
+from oncefire.events import DOCUMENT_TYPES, EventType, StoredEvent
+from oncefire.lineage import CURRENT_LINEAGE, write_auth
 from oncefire.paths import Pattern
 from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
@@ -19,9 +19,9 @@ log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1024)
-def _pattern(text: str) -> re.Pattern[str]:
-    """The regular expression of a document pattern (Pattern.regex)."""
-    return Pattern.parse(text).regex()
+def _pattern(text: str, depth: str = "document") -> re.Pattern[str]:
+    """The regular expression of a path pattern (Pattern.regex)."""
+    return Pattern.parse(text, depth=depth).regex()
 
 
 def _matching(
@@ -40,6 +40,8 @@ def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None
         return row_matches(record.source, event_type, source, data)
     if record.kind == "document":
         return _pattern(record.source).fullmatch(source) is not None
+    if record.kind == "database":  # a reference pattern of any depth
+        return _pattern(record.source, "any").fullmatch(source) is not None
     return record.source == source
 
 
@@ -125,7 +127,13 @@ def emit(
     data_json, if given, is codec.dumps(data), made by a caller that had its parts.
 
     Written while a function runs, the event inherits that function's lineage; one that
-    reaches the depth limit is stored with its deliveries dead (a loop stopped)."""
+    reaches the depth limit is stored with its deliveries dead (a loop stopped). A document
+    event also names who wrote it, when that is known (lineage.write_auth), under "auth"."""
+    auth = write_auth() if event_type in DOCUMENT_TYPES else None
+    if auth is not None:
+        data = {**data, "auth": auth}
+        if data_json is not None:  # an object's JSON: the key goes before its closing brace
+            data_json = f'{data_json[:-1]},"auth":{codec.dumps(auth)}}}'
     if data_json is None:
         data_json = codec.dumps(data)  # encoded once: for its size and for the store
     size = len(data_json.encode())

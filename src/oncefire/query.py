@@ -50,7 +50,7 @@ OPERATORS = (
 _MISSING = object()
 PAGE = 500  # documents read a round trip
 
-__all__ = ["OPERATORS", "PAGE", "Query", "index_key"]
+__all__ = ["OPERATORS", "PAGE", "Query", "index_key", "matches"]
 
 
 def _compare(op: str, field: Any, value: Any) -> bool:
@@ -76,6 +76,11 @@ def _compare(op: str, field: Any, value: Any) -> bool:
     if left[0] != right[0]:
         return False  # ranges compare values of one type only
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+def matches(snapshot: DocumentSnapshot, field: str, op: str, value: Any) -> bool:
+    """Whether a document's field satisfies `op value`, by the rules where() applies."""
+    return _compare(op, snapshot.get(field, _MISSING), value)
 
 
 def _sort_key(field: str) -> Callable[[DocumentSnapshot], tuple[int, Any]]:

@@ -267,9 +267,10 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
 
 # -- the one-statement write checked against the transaction's, on generated documents -----
 
+# The keys that tag a datetime or a GeoPoint are refused as a map's only key (codec.py).
 _keys = st.text(
     st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), min_size=1, max_size=6
-)
+).filter(lambda key: key not in ("$time", "$geo"))
 # Every finite float, -0.0 and 1e16 or more included (the codec writes them as jsonb keeps
 # them: 0.0, and in full); a write whose text codec.is_jsonb_exact doubts goes through a
 # transaction (and so does the next update of its document).

@@ -25,8 +25,11 @@ FIREBASE = DOCS / "firebase.md"
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
-# An event id (a UUIDv7, with or without dashes) in a line printed by an example.
-EVENT_ID = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")
+# An event id (a UUIDv7, with or without dashes) in a line printed by an example, or a
+# document id the Firestore client made (20 letters and digits).
+EVENT_ID = re.compile(
+    r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b|\b[A-Za-z0-9]{20}\b"
+)
 
 
 def blocks(page: Path, language: str = "python") -> list[tuple[str, str]]:

@@ -9,7 +9,10 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    auth_context,
     credentials,
+    db,
+    db_fn,
     firestore,
     firestore_fn,
     https_fn,
@@ -23,7 +26,10 @@ from oncefire.firebase.callables import set_auth_verifier
 from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
+    "auth_context",
     "credentials",
+    "db",
+    "db_fn",
     "default_app",
     "delete_app",
     "firestore",

@@ -20,6 +20,7 @@ from oncefire import codec
 from oncefire.errors import (
     InvalidDocumentError,
     OncefireError,
+    StoreConflictError,
     StoreError,
     StoreUnavailableError,
 )
@@ -54,7 +55,7 @@ def failure(exc: psycopg.Error) -> OncefireError:
             f"A key is too long for a PostgreSQL index ({text}): use shorter ids or keys."
         )
     if isinstance(exc, psycopg.errors.DeadlockDetected):
-        return StoreError(
+        return StoreConflictError(
             "Two transactions waited on each other (a deadlock), and PostgreSQL ended this one: "
             "run it again, and write the same documents in the same order everywhere."
         )

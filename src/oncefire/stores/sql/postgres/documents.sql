@@ -144,3 +144,16 @@ UNION ALL
 WHERE collection = %(collection)s AND field = %(field)s
     AND left(value, 256) BETWEEN %(times_from)s AND %(times_until)s
 ORDER BY left(value, 256) LIMIT %(limit)s);
+
+-- name: collection_names
+-- The collections whose path lies in [prefix, prefix_end), each found by one seek of the
+-- (collection, path) index past the one before: a walk of the collections, not the documents.
+WITH RECURSIVE names(name) AS (
+    SELECT min(collection) FROM oncefire_documents
+    WHERE collection >= %(prefix)s AND collection < %(prefix_end)s
+    UNION ALL
+    SELECT (SELECT min(d.collection) FROM oncefire_documents d
+            WHERE d.collection > names.name AND d.collection < %(prefix_end)s)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL;

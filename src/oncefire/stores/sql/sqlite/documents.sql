@@ -108,3 +108,16 @@ SELECT path FROM (
         AND value BETWEEN :times_from AND :times_until
     ORDER BY value LIMIT :limit
 );
+
+-- name: collection_names
+-- The collections whose path lies in [prefix, prefix_end), each found by one seek of the
+-- (collection, path) index past the one before: a walk of the collections, not the documents.
+WITH RECURSIVE names(name) AS (
+    SELECT min(collection) FROM oncefire_documents
+    WHERE collection >= :prefix AND collection < :prefix_end
+    UNION ALL
+    SELECT (SELECT min(d.collection) FROM oncefire_documents d
+            WHERE d.collection > names.name AND d.collection < :prefix_end)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL;
