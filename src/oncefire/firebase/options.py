@@ -9,6 +9,7 @@ retried unless `retry=True`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -46,6 +47,26 @@ IGNORED = frozenset(
 )
 KEPT = frozenset({"retry", "timeout_sec", "max_instances"})
 _globals: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """How a task queue function's task is retried (Cloud Tasks' retry settings); None takes
+    Cloud Tasks' default. See tasks_fn for how each maps onto a RetryPolicy."""
+
+    max_attempts: int | None = None
+    max_retry_seconds: int | None = None
+    max_backoff_seconds: int | None = None
+    max_doublings: int | None = None
+    min_backoff_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """How fast and how many at once a task queue function's tasks are dispatched."""
+
+    max_concurrent_dispatches: int | None = None
+    max_dispatches_per_second: int | float | None = None
 
 
 class MemoryOption(IntEnum):
