@@ -208,13 +208,8 @@ class App(RowTriggers):
                     "message that is not retried is delivered once; drop one of them."
                 )
             base = options.get("retry_policy", RetryPolicy())
-            options["retry_policy"] = RetryPolicy(
-                max_delivery_attempts,
-                base.first_delay,
-                base.multiplier,
-                base.max_delay,
-                base.jitter,
-            )
+            if isinstance(base, RetryPolicy):  # else make_options says what it must be
+                options["retry_policy"] = replace(base, max_attempts=max_delivery_attempts)
         opts = make_options(**options)
         check_ordering("message", opts)
 
