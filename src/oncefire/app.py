@@ -19,6 +19,7 @@ from oncefire.documents import Database
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
 from oncefire.history import History
+from oncefire.messages import attribute_filter
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
 from oncefire.paths import Pattern, check_id
@@ -192,9 +193,10 @@ class App(RowTriggers):
         *,
         max_delivery_attempts: int | None = None,
         dead_letter_topic: str | None = None,
+        attributes: dict[str, str] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
-        """Run the function for each message published on topic."""
+        """Run the function for each message published on topic (that carries attributes)."""
         name = options.pop("name", None)
         check_id(topic, "topic")
         if dead_letter_topic is not None:
@@ -224,6 +226,7 @@ class App(RowTriggers):
                     event_types=(str(EventType.MESSAGE_PUBLISHED),),
                     options=opts,
                     dead_letter_topic=dead_letter_topic,
+                    attributes=attribute_filter(attributes),
                 )
             )
             return fn

@@ -11,6 +11,7 @@ from typing import Any
 from oncefire import codec
 from oncefire.events import EventType, StoredEvent
 from oncefire.lineage import CURRENT_LINEAGE
+from oncefire.messages import carries
 from oncefire.paths import Pattern
 from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
@@ -40,7 +41,7 @@ def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None
         return row_matches(record.source, event_type, source, data)
     if record.kind == "document":
         return _pattern(record.source).fullmatch(source) is not None
-    return record.source == source
+    return record.source == source and carries(record.attributes, data)
 
 
 def subscribers(
