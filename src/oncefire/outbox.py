@@ -121,9 +121,11 @@ def emit(
     now: float,
     event_id: str | None = None,
     data_json: str | None = None,
+    at: float = 0,
 ) -> StoredEvent | None:
-    """Append an event with one delivery per subscribed function; None if its id existed.
-    data_json, if given, is codec.dumps(data), made by a caller that had its parts.
+    """Append an event with one delivery per subscribed function, due now (or at `at` if
+    later); None if its id existed. data_json, if given, is codec.dumps(data), made by a
+    caller that had its parts.
 
     Written while a function runs, the event inherits that function's lineage; one that
     reaches the depth limit is stored with its deliveries dead (a loop stopped)."""
@@ -138,7 +140,7 @@ def emit(
     functions = tx.functions()
     names = subscribers(functions, event_type, source, data)
     is_new = event_id is None
-    if not tx.append(event, names, now, is_new=is_new, data_json=data_json):
+    if not tx.append(event, names, max(now, at), is_new=is_new, data_json=data_json):
         return None
     if not names and is_filtered(functions, event_type, source):
         # Functions take this event's source, and their field filters declined it: it is

@@ -9,22 +9,28 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    exceptions,
     firestore,
     firestore_fn,
+    functions,
     https_fn,
     options,
     pubsub_fn,
     scheduler_fn,
+    tasks_fn,
 )
 from oncefire.firebase.defaults import default_app, initialize_app
 
 __all__ = [
     "default_app",
+    "exceptions",
     "firestore",
     "firestore_fn",
+    "functions",
     "https_fn",
     "initialize_app",
     "options",
     "pubsub_fn",
     "scheduler_fn",
+    "tasks_fn",
 ]
