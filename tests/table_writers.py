@@ -127,6 +127,14 @@ class DriverWriter(Writer):
         self.conn.close()
 
 
-def make_writer(kind: str, store_url: str) -> Writer:
-    """A writer of this kind ("sqlalchemy" or "driver") on the store's database."""
+def make_writer(kind: str, store_url: str, *, with_store: bool = True) -> Writer:
+    """A writer of this kind ("sqlalchemy" or "driver") on the store's database; with_store:
+    oncefire's schema is made there first, as `oncefire migrate` makes it (a database that
+    holds an application's tables gets it from nothing else)."""
+    if with_store:
+        from oncefire import App
+
+        app = App(store_url)
+        app.migrate()
+        app.close()
     return SqlAlchemyWriter(store_url) if kind == "sqlalchemy" else DriverWriter(store_url)

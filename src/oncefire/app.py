@@ -10,37 +10,29 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import idempotency, retention, ticks, ttl
+from oncefire import idempotency, retention, ticks, ttl, unrouted
 from oncefire.alerts import Alerts, DeadLetterCallback
 from oncefire.catalogue import Functions
 from oncefire.clock import Clock, SystemClock
 from oncefire.deadletters import DeadLetters
+from oncefire.decorators import Decorators
 from oncefire.documents import Database
 from oncefire.errors import ConfigError
-from oncefire.events import EventType
 from oncefire.history import History
-from oncefire.messages import attribute_filter
+from oncefire.keeper import warn_stranded
 from oncefire.operators import Operators
 from oncefire.outbox import subscribers
-from oncefire.paths import Pattern, check_id
-from oncefire.retry import RetryPolicy, is_count, is_real
-from oncefire.routes import check_route
+from oncefire.paths import check_id
+from oncefire.retry import is_count, is_real
 from oncefire.rows import RowTriggers
 from oncefire.runtime import Runtime
-from oncefire.schedules import DEFAULT_GRACE, Schedule
 from oncefire.settings import Settings
 from oncefire.stats import FunctionStats
 from oncefire.stores.base import Store
 from oncefire.triggers import (
-    DOCUMENT_KINDS,
-    Options,
     Trigger,
-    check_fields,
-    check_function,
-    check_ordering,
-    function_name,
-    make_options,
 )
+from oncefire.unrouted import UnroutedReport
 from oncefire.worker import DrainSummary, Worker
 
 if TYPE_CHECKING:
@@ -53,7 +45,7 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class App(RowTriggers):
+class App(Decorators, RowTriggers):
     """An oncefire application: functions, their triggers, and the store they share."""
 
     def __init__(
@@ -122,6 +114,12 @@ class App(RowTriggers):
         """Close the store's connections."""
         self.runtime.close()
 
+    def migrate(self) -> int:
+        """Create or upgrade the store's schema and return its version (what `oncefire
+        migrate` runs). The one way to add oncefire's tables to a database that holds tables
+        of its own: opening a store there is refused with ForeignDatabaseError."""
+        return self.runtime.migrate()
+
     def _add(self, trigger: Trigger) -> None:
         with self._lock:
             if trigger.name in self.triggers:
@@ -135,165 +133,6 @@ class App(RowTriggers):
             self.runtime.add(trigger)
             with suppress(AttributeError, TypeError):  # lets @idempotent spot a wrong order
                 trigger.fn.__oncefire_trigger__ = trigger.name  # type: ignore[attr-defined]
-
-    # -- triggers ----------------------------------------------------------------------
-
-    def _document(
-        self, kind: str, pattern: str | None, options: dict[str, Any]
-    ) -> Callable[[F], F]:
-        name = options.pop("name", None)
-        document = options.pop("document", None)  # Firebase's keyword for the pattern
-        fields = check_fields(kind, options.pop("fields", None))
-        if (pattern is None) == (document is None):
-            raise ConfigError(
-                f"on_document_{kind} takes one path pattern, like 'orders/{{orderId}}' (or "
-                "document='orders/{orderId}' as in Firebase)."
-            )
-        parsed = Pattern.parse(pattern if pattern is not None else document)
-        opts = make_options(**options)
-
-        def decorator(fn: F) -> F:
-            check_function(fn)
-            self._add(
-                Trigger(
-                    name=function_name(name, fn),
-                    fn=fn,
-                    kind="document",
-                    source=parsed.text,
-                    event_types=tuple(str(t) for t in DOCUMENT_KINDS[kind]),
-                    options=opts,
-                    pattern=parsed,
-                    is_change=kind in ("updated", "written"),
-                    fields=fields,
-                )
-            )
-            return fn
-
-        return decorator
-
-    def on_document_created(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Run the function when a document matching pattern is created."""
-        return self._document("created", pattern, options)
-
-    def on_document_updated(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Run the function when a matching document changes (event.data.before / after)."""
-        return self._document("updated", pattern, options)
-
-    def on_document_deleted(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Run the function when a matching document is deleted."""
-        return self._document("deleted", pattern, options)
-
-    def on_document_written(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Run the function on any create, update or delete of a matching document."""
-        return self._document("written", pattern, options)
-
-    def on_message(
-        self,
-        topic: str,
-        *,
-        max_delivery_attempts: int | None = None,
-        dead_letter_topic: str | None = None,
-        attributes: dict[str, str] | None = None,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """Run the function for each message published on topic (that carries attributes)."""
-        name = options.pop("name", None)
-        check_id(topic, "topic")
-        if dead_letter_topic is not None:
-            check_id(dead_letter_topic, "dead-letter topic")
-            if dead_letter_topic == topic:
-                raise ConfigError("dead_letter_topic must differ from the topic itself.")
-        if max_delivery_attempts is not None:
-            if options.get("retry") is False:
-                raise ConfigError(
-                    f"max_delivery_attempts={max_delivery_attempts!r} with retry=False: a "
-                    "message that is not retried is delivered once; drop one of them."
-                )
-            base = options.get("retry_policy", RetryPolicy())
-            if isinstance(base, RetryPolicy):  # else make_options says what it must be
-                options["retry_policy"] = replace(base, max_attempts=max_delivery_attempts)
-        opts = make_options(**options)
-        check_ordering("message", opts)
-
-        def decorator(fn: F) -> F:
-            check_function(fn)
-            self._add(
-                Trigger(
-                    name=function_name(name, fn),
-                    fn=fn,
-                    kind="message",
-                    source=topic,
-                    event_types=(str(EventType.MESSAGE_PUBLISHED),),
-                    options=opts,
-                    dead_letter_topic=dead_letter_topic,
-                    attributes=attribute_filter(attributes),
-                )
-            )
-            return fn
-
-        return decorator
-
-    def on_schedule(
-        self,
-        schedule: str,
-        *,
-        timezone: str | None = None,
-        catch_up: str = "latest",
-        misfire_grace: float = DEFAULT_GRACE,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """Run the function on a schedule ('every 5 minutes' or a 5-field cron string, in
-        timezone, an IANA name; UTC by default). Missed ticks (workers down): catch_up
-        "latest" fires the newest once, "all" each, "none" none; never one more than
-        misfire_grace seconds late."""
-        name = options.pop("name", None)
-        parsed = Schedule.parse(
-            schedule, timezone=timezone, catch_up=catch_up, misfire_grace=misfire_grace
-        )
-        opts = make_options(**options)
-        check_ordering("schedule", opts)
-
-        def decorator(fn: F) -> F:
-            check_function(fn)
-            fname = function_name(name, fn)
-            self._add(
-                Trigger(
-                    name=fname,
-                    fn=fn,
-                    kind="schedule",
-                    source=fname,
-                    event_types=(str(EventType.SCHEDULE_TICK),),
-                    options=opts,
-                    schedule=parsed,
-                )
-            )
-            return fn
-
-        return decorator
-
-    def on_request(
-        self,
-        path: str,
-        *,
-        methods: Sequence[str] = ("GET",),
-        timeout: float = 60.0,
-        max_instances: int | None = None,
-        max_body_bytes: int = 10 * 1024 * 1024,
-        name: str | None = None,
-    ) -> Callable[[F], F]:
-        """An HTTP function served by `oncefire run`: never retried, the caller gets the error."""
-        verbs = check_route(path, methods, max_body_bytes, self.routes)
-        opts = Options(retry=False, timeout=timeout, max_instances=max_instances)
-
-        def decorator(fn: F) -> F:
-            check_function(fn)
-            trigger = Trigger(function_name(name, fn), fn, "http", path, verbs, opts)
-            self._add(trigger)
-            self.routes[path] = trigger
-            self.body_limits[path] = max_body_bytes
-            return fn
-
-        return decorator
 
     # -- events ------------------------------------------------------------------------
 
@@ -326,9 +165,11 @@ class App(RowTriggers):
 
     def drain(self, *, functions: Sequence[str] | None = None) -> DrainSummary:
         """Run every delivery due now, in this process, until none is due (of the functions
-        named, or of all the app's event functions)."""
+        named, or of all the app's event functions), warning once of functions this app does
+        not define whose deliveries wait."""
         if functions is not None:
             self._check_names(functions)
+        warn_stranded(self.runtime)
         worker = Worker(self.runtime, functions=functions)
         try:
             return worker.drain()
@@ -377,8 +218,25 @@ class App(RowTriggers):
         return retention.purge(self.runtime, dry_run=dry_run)
 
     def unrouted_count(self) -> int:
-        """How many events no function has taken yet (kept for `unrouted_retention`)."""
+        """How many events no function has taken yet (kept for `unrouted_retention`), from
+        any source; the warnings count only those of `unrouted_report().awaited`."""
         return self.store.count_unrouted()
+
+    def unrouted_report(self) -> UnroutedReport:
+        """The unrouted events kept, and those the warnings count: of a collection, topic or
+        table some function took, or that keep_unrouted names (see oncefire/unrouted.py)."""
+        return unrouted.report(self.store)
+
+    def keep_unrouted(self, *sources: str) -> None:
+        """Warn about the unrouted events of these sources as about those of a source some
+        function used to take: a name is a topic, a collection and a table; a path like
+        'users/{u}/orders' a collection (recorded in the store)."""
+        unrouted.keep(self.store, sources, self.clock.now())
+
+    def ignore_unrouted(self, *sources: str) -> int:
+        """Warn no more about the unrouted events of these sources (named as keep_unrouted
+        takes them), still kept for a function registered later; how many were awaited."""
+        return unrouted.ignore(self.store, sources)
 
     def audit(self, *, since: float = 86400, **options: Any) -> Report:
         """Static rules over this app's functions and runtime rules over `since` seconds of

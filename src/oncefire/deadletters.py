@@ -250,9 +250,12 @@ class DeadLetters:
             [DeadLetter.from_row(r, limit_bytes) for r in found.rows],
         )
 
-    def replay(self, dead_letter_id: int) -> None:
-        """Move the same delivery back to pending at attempt 1 with its original payload."""
+    def replay(self, dead_letter_id: int, *, anyway: bool = False) -> None:
+        """Move the same delivery back to pending at attempt 1 with its original payload.
+        ReplayError if its function is not stored (forgotten or renamed), unless anyway."""
         letter = self.get(dead_letter_id, full=True)
+        if not anyway:
+            self.refuse_unstored([letter.function])
         if letter.truncated:  # cut by an older oncefire, which did not keep the full payload
             raise ReplayError(
                 f"Dead letter {letter.id} kept only a truncated payload (it was too large for "
@@ -278,11 +281,14 @@ class DeadLetters:
         error_group: str | None = None,
         batch: int | None = None,
         on_batch: Callable[[int], None] | None = None,
+        anyway: bool = False,
     ) -> int:
         """Replay every matching dead letter (truncated ones are skipped); return how many.
         In transactions of `batch` (BULK_BATCH unless given), telling on_batch how many so
-        far."""
+        far. ReplayError if some match of a function that is not stored, unless anyway."""
         where = _filter(function, error_contains, None, None, error_group)
+        if not anyway:
+            self.check_replay_all(function, error_contains, error_group)
         return self._in_batches(
             where,
             batch or BULK_BATCH,
@@ -304,6 +310,36 @@ class DeadLetters:
         return self._in_batches(
             where, batch or BULK_BATCH, on_batch, lambda ids: self._rt.store.dismiss(where, ids)
         )
+
+    def check_replay_all(
+        self,
+        function: str | None = None,
+        error_contains: str | None = None,
+        error_group: str | None = None,
+    ) -> None:
+        """ReplayError if a dead letter replay_all would replay is of a function the store
+        does not know (see refuse_unstored)."""
+        if function is None:
+            counts = self._rt.store.counts(self._rt.clock.now())
+            names = [name for name, c in counts.items() if c.states.get("dead")]
+            where = [(n, _filter(n, error_contains, None, None, error_group)) for n in names]
+            self.refuse_unstored([n for n, w in where if self._rt.store.count_dead(w)])
+        else:
+            self.refuse_unstored([function])
+
+    def refuse_unstored(self, functions: Sequence[str]) -> None:
+        """ReplayError naming those of these functions the store does not know: a delivery
+        replayed for one would wait for no one."""
+        with self._rt.store.read() as tx:
+            stored = {f.name for f in tx.functions()}
+        gone = sorted(set(functions) - stored)
+        if gone:
+            names = ", ".join(repr(name) for name in gone)
+            raise ReplayError(
+                f"No function {names} is stored (forgotten or renamed), so a replay would wait "
+                "for no one: `oncefire functions rename OLD NEW` moves its dead letters to a "
+                "function that exists, or replay anyway (--anyway) for when it returns."
+            )
 
     def _in_batches(
         self,

@@ -60,6 +60,11 @@ class SchemaVersionError(StoreError):
     """The store's schema is newer than this oncefire understands."""
 
 
+class ForeignDatabaseError(ConfigError):
+    """The store's database holds another application's tables and no oncefire schema: only
+    `oncefire migrate` adds oncefire's tables there."""
+
+
 class MissingDependencyError(OncefireError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
 

@@ -140,6 +140,7 @@ def start_attempt(app: App, trigger: Trigger, request: Request) -> Attempt:
     store = app.store
     with store.transaction() as tx:
         tx.append(stored, [], now, is_new=True, data_json=data_json)
+        tx.mark_routed(stored.id, "unrouted", None)  # its delivery is made here: not unrouted
         ids = tx.add_deliveries(stored.id, [trigger.name], now)
     lease_until = now + trigger.options.timeout + LEASE_MARGIN
     leased = store.lease_due(

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from oncefire import retention
 from oncefire.brake import Brake
-from oncefire.errors import OncefireError
+from oncefire.catalogue import Functions
+from oncefire.errors import StoreError
 from oncefire.ordering import key_deliveries
 from oncefire.outbox import subscribers
 from oncefire.tables import warn_changed_tables
@@ -158,20 +159,35 @@ class Keeper:
         if time.monotonic() >= self._purge_again:
             self.purge()
 
-    def warn_unserved(self) -> None:
-        """One WARNING line naming the stored functions this app does not serve, and one per
-        watched table that changed since its triggers were made (tables.changed_tables)."""
-        warn_changed_tables(self.rt.store)
-        served = set(self.rt.triggers)
-        try:
-            rows = self.rt.store.function_rows()
-        except OncefireError as exc:
-            log.error("cannot read the stored functions: %s", exc)
-            return
-        unserved = sorted(r.name for r in rows if r.name not in served)
-        if unserved:
-            log.warning(
-                "stored function(s) this app does not serve: %s; their events wait as pending "
-                "deliveries (`oncefire functions forget NAME` stops routing to one)",
-                ", ".join(unserved),
-            )
+    def warn_unserved(self, *, is_process: bool = False) -> None:
+        """What a worker says at its start (warn_at_start), unless it is one of a
+        supervisor's processes: the supervisor says it once for all of them."""
+        if not is_process:
+            warn_at_start(self.rt)
+
+
+def warn_at_start(rt: Runtime) -> None:
+    """One WARNING line per watched table that changed since its triggers were made
+    (tables.changed_tables), and warn_stranded's."""
+    warn_changed_tables(rt.store)
+    warn_stranded(rt)
+
+
+def warn_stranded(rt: Runtime) -> None:
+    """One WARNING line naming the functions this app does not define whose deliveries wait
+    (a function renamed or removed in code); said once a process for the same names."""
+    try:
+        stranded = Functions(rt).stranded()
+    except StoreError as exc:  # the store is down: the work itself will say so
+        log.error("cannot read the stored functions: %s", exc)
+        return
+    key = "stranded:" + ",".join(stranded)
+    if not stranded or key in rt.warned:
+        return
+    rt.warned.add(key)
+    log.warning(
+        "stored function(s) this app does not serve, with pending deliveries: %s; they wait "
+        "for no one (`oncefire functions rename OLD NEW` if one was renamed, `oncefire "
+        "functions forget NAME` if it is gone)",
+        ", ".join(f"{name} ({n})" for name, n in stranded.items()),
+    )

@@ -1,12 +1,13 @@
-"""What people do to dead letters (replay, dismiss, replay with an edited payload, in bulk),
-each recorded in the audit trail: who, when, what, how many, and an edit's before and after."""
+"""What people do to deliveries (replay, dismiss, replay with an edited payload, in bulk; pause,
+resume, forget and rename a function; purge by hand), each recorded in the audit trail: who,
+when, what, how many, and an edit's before and after."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec
+from oncefire import codec, retention
 from oncefire.deadletters import check_page
 from oncefire.errors import ConfigError, DeadLetterNotFoundError
 from oncefire.events import StoredEvent
@@ -16,7 +17,7 @@ from oncefire.stores import dashboard_queries as q
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from oncefire.catalogue import Functions
+    from oncefire.catalogue import Functions, Renamed
     from oncefire.deadletters import DeadLetters
     from oncefire.runtime import Runtime
 
@@ -47,7 +48,7 @@ def first_line(text: str | None) -> str | None:
 
 
 class Operators:
-    """`app.operators`: dead-letter actions that leave an audit entry, and the audit log."""
+    """`app.operators`: the actions on deliveries that leave an audit entry, and the log."""
 
     def __init__(self, rt: Runtime, dead_letters: DeadLetters, functions: Functions) -> None:
         self._rt = rt
@@ -78,10 +79,10 @@ class Operators:
         else:
             writes.run("add_audit", **args)
 
-    def replay(self, dead_letter_id: int, *, actor: str = LOCAL) -> None:
+    def replay(self, dead_letter_id: int, *, actor: str = LOCAL, anyway: bool = False) -> None:
         """Replay one dead letter (see DeadLetters.replay) and record it."""
         letter = self._dead_letters.get(dead_letter_id)
-        self._dead_letters.replay(letter.id)
+        self._dead_letters.replay(letter.id, anyway=anyway)
         detail = {"event_id": letter.event_id, "error": first_line(letter.error)}
         self._record(None, actor, "replay", letter.function, str(letter.id), 1, detail)
 
@@ -92,11 +93,16 @@ class Operators:
         detail = {"event_id": letter.event_id, "error": first_line(letter.error)}
         self._record(None, actor, "dismiss", letter.function, str(letter.id), 1, detail)
 
-    def replay_edited(self, dead_letter_id: int, payload: Any, *, actor: str = LOCAL) -> str:
+    def replay_edited(
+        self, dead_letter_id: int, payload: Any, *, actor: str = LOCAL, anyway: bool = False
+    ) -> str:
         """Run the dead letter's function again on a new event carrying the edited payload
         (entries left as "[redacted]" keep their original value); the dead letter goes, and
-        the edit's before and after are recorded in the same transaction. The new event's id."""
+        the edit's before and after are recorded in the same transaction. The new event's id.
+        ReplayError if the function is not stored, unless anyway."""
         letter = self._dead_letters.get(dead_letter_id)
+        if not anyway:
+            self._dead_letters.refuse_unstored([letter.function])
         if not isinstance(payload, dict):
             raise ConfigError("An edited payload must be a JSON object, like the original.")
         data = restore(payload, letter.payload)
@@ -130,10 +136,11 @@ class Operators:
         actor: str = LOCAL,
         batch: int | None = None,
         on_batch: Callable[[int], None] | None = None,
+        anyway: bool = False,
     ) -> int:
         """Replay every matching dead letter (see DeadLetters.replay_all) and record how many."""
         where = {"error_contains": error_contains, "error_group": error_group}
-        return self._bulk("replay", function, where, actor, batch, on_batch)
+        return self._bulk("replay", function, where, actor, batch, on_batch, anyway=anyway)
 
     def dismiss_all(
         self,
@@ -157,9 +164,10 @@ class Operators:
         actor: str,
         batch: int | None,
         on_batch: Callable[[int], None] | None,
+        **more: bool,
     ) -> int:
         act = getattr(self._dead_letters, f"{verb}_all")
-        done: int = act(function, **where, batch=batch, on_batch=on_batch)
+        done: int = act(function, **where, batch=batch, on_batch=on_batch, **more)
         # The audit entry names the filter it acted on; error_group only when given.
         detail = {k: v for k, v in where.items() if k == "error_contains" or v is not None}
         self._record(None, actor, f"{verb}_all", function, None, done, detail)
@@ -176,6 +184,26 @@ class Operators:
         changed = self._functions.resume(name)
         self._record(None, actor, "resume", name, name, int(changed), {"changed": changed})
         return changed
+
+    def forget(self, name: str, *, actor: str = LOCAL) -> int:
+        """Forget a function (see Functions.forget) and record it; how many dead letters its
+        pending deliveries became."""
+        buried = self._functions.forget(name)
+        self._record(None, actor, "forget", name, name, buried, {"dead_letters": buried})
+        return buried
+
+    def rename(self, old: str, new: str, *, actor: str = LOCAL) -> Renamed:
+        """Rename a function's deliveries and history (see Functions.rename) and record it."""
+        moved = self._functions.rename(old, new)
+        detail = {"from": old, "to": new, "pending": moved.pending, "dead_letters": moved.dead}
+        self._record(None, actor, "rename", new, old, moved.pending + moved.dead, detail)
+        return moved
+
+    def purge(self, *, actor: str = LOCAL) -> retention.PurgeCounts:
+        """Purge the history retention lets go now (see App.purge) and record what went."""
+        counts = retention.purge(self._rt)
+        self._record(None, actor, "purge", None, None, counts.total(), counts.to_dict())
+        return counts
 
     def audit_log(self, limit: int = 50, before: int | None = None) -> list[AuditEntry]:
         """Recorded actions, newest first; pass the last id of a page as `before`."""

@@ -31,6 +31,9 @@ class RowTriggers:
     def _add(self, trigger: Trigger) -> None:
         raise NotImplementedError
 
+    def migrate(self) -> int:
+        raise NotImplementedError
+
     def _row(
         self, kind: str, table: str, columns: Sequence[str] | None, options: dict[str, Any]
     ) -> Callable[[F], F]:
@@ -69,8 +72,10 @@ class RowTriggers:
         return self._row("written", table, columns, options)
 
     def watch_tables(self) -> list[str]:
-        """Install or update the triggers of the tables the store's row functions name
-        (idempotent; `oncefire migrate` does the same); one line per table changed."""
+        """Create or upgrade the store's schema, even beside the database's own tables, and
+        install or update the triggers of the tables the store's row functions name
+        (idempotent; `oncefire migrate APP` does the same); one line per table changed."""
+        self.migrate()
         own = [parse_source(t.source)[0] for t in self.triggers.values() if t.kind == "row"]
         return watch_tables(self.store, self.clock.now(), own)
 

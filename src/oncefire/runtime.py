@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from oncefire import unrouted
 from oncefire.clock import Clock
 from oncefire.documents import Database
 from oncefire.rates import RateLimit
@@ -57,6 +58,7 @@ class Runtime:
         self.tick_cursors: dict[str, TickCursor] = {}  # schedule function -> where it stands
         self.tick_lock = threading.Lock()  # one look at the schedules at a time (ticks.py)
         self.alerts: AlertHooks | None = None
+        self.warned: set[str] = set()  # warnings said once a process (keeper.warn_stranded)
         self._store: Store | None = None
         self._db: Database | None = None
         self._lock = threading.RLock()
@@ -64,17 +66,32 @@ class Runtime:
     @property
     def store(self) -> Store:
         """The store, opened (and migrated) on first use: the functions are recorded in it
-        and each TTL policy's field indexed."""
+        and each TTL policy's field indexed. A database that holds tables of its own and no
+        oncefire schema is refused (ForeignDatabaseError): `migrate` adds the schema there."""
         if self._store is None:
-            with self._lock:
-                if self._store is None:
-                    store = open_store(self.settings)
-                    store.use_clock(self.clock)
-                    self._store = store
-                    self.catalogue_functions(list(self.triggers.values()))
-                    for collection, field in self.ttl_policies.items():
-                        self.db.collection(collection).index(field)
+            self._open(beside_tables=False)
+        assert self._store is not None
         return self._store
+
+    def _open(self, *, beside_tables: bool) -> None:
+        with self._lock:
+            if self._store is None:
+                store = open_store(self.settings, beside_tables=beside_tables)
+                store.use_clock(self.clock)
+                self._store = store
+                self.catalogue_functions(list(self.triggers.values()))
+                for collection, field in self.ttl_policies.items():
+                    self.db.collection(collection).index(field)
+                kept = [n.strip() for n in self.settings.keep_unrouted.split(",") if n.strip()]
+                if kept:
+                    unrouted.keep(store, kept, self.clock.now())
+
+    def migrate(self) -> int:
+        """Create or upgrade the store's schema, even beside a database's own tables; its
+        version."""
+        if self._store is None:
+            self._open(beside_tables=True)
+        return self.store.migrate()
 
     @property
     def is_open(self) -> bool:
@@ -128,6 +145,8 @@ class Runtime:
         ]
         if records and self._store is not None:
             self._store.register_functions(records)
+            found = [(r.name, r.kind, r.source) for r in records]
+            unrouted.await_functions(self._store, found, now)
 
     def rate_limits(self, functions: Sequence[str]) -> dict[str, RateLimit]:
         """The rate limits of those functions that have one."""

@@ -50,6 +50,9 @@ class Settings:
     kept after they finished. Dead letters are never purged (docs/retention.md)."""
     unrouted_retention: float = 7 * 86400.0
     """How long an event no function takes is kept for a function registered later."""
+    keep_unrouted: str = ""
+    """Topics, collections or tables, comma-separated, whose unrouted events are warned about
+    even if no function ever took them (as `app.keep_unrouted` names them)."""
     statistics_retention: float = 90 * 86400.0
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100

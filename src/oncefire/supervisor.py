@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from oncefire import worker_process
 from oncefire.errors import ConfigError
+from oncefire.keeper import warn_at_start
 from oncefire.loader import load_app
 from oncefire.worker_process import EXIT_CONFIG, EXIT_STUCK
 
@@ -114,6 +115,7 @@ def serve(
     app = load_app(target)
     app.store  # noqa: B018 - create or upgrade the schema once, before the children race to
     signals.is_loading = False
+    warn_at_start(app.runtime)  # once here, not once a worker process
     grace = app.settings.shutdown_grace
     supervisor = Supervisor(target, processes, concurrency, grace, signals, is_verbose=is_verbose)
     if alongside is None:

@@ -325,7 +325,7 @@ class Worker:
     def run(self) -> None:
         """Serve until stop_requested is set (or an attempt is stuck), then shut down."""
         log.info("worker %s serving %d function(s)", self.name, len(self.functions))
-        self.keeper.warn_unserved()
+        self.keeper.warn_unserved(is_process=self.is_process)
         self._last_renew = self._last_sweep = -math.inf
         while not self.stop_requested.is_set() and not self.has_stuck_attempt:
             try:

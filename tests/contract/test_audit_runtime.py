@@ -206,14 +206,20 @@ def test_a_retry_storm_and_growing_dead_letters_are_found(
 def test_unrouted_events_are_found_with_their_collections_and_topics(
     make_app: Callable[..., App],
 ) -> None:
+    retired = make_app()
+    retired.on_document_created("orders/{id}", name="charge")(ok)
+    assert retired.functions.get("charge")  # stored
     app = make_app()
     app.on_document_created("notes/{id}", name="healthy")(ok)
+    app.functions.forget("charge")  # orders: a function used to take them
+    app.keep_unrouted("nobody-listens")  # an operator expects a function for it
     app.db.document("notes/n1").set({"n": 1})
     app.db.document("orders/o1").set({"n": 1})
     app.db.document("orders/o2").set({"n": 2})
     app.publish("nobody-listens", {"n": 3})
+    app.db.document("logs/l1").set({"n": 4})  # no function ever took logs: kept, no warning
     app.drain()
-    assert app.unrouted_count() == 3
+    assert app.unrouted_count() == 4
     [finding] = app.audit(since=3600, is_static=False).findings
     assert (finding.rule, finding.function, str(finding.severity)) == (
         "unrouted-events",
@@ -221,12 +227,13 @@ def test_unrouted_events_are_found_with_their_collections_and_topics(
         "warning",
     )
     assert finding.message == (
-        "3 events matched no function, from collection orders (2), topic nobody-listens (1)"
+        "3 events matched no function, from collection orders (2), topic nobody-listens (1): "
+        "a function used to take them, or keep_unrouted names them"
     )
     app.on_document_created("orders/{id}", name="late")(ok)  # takes the orders' events
     app.on_message("nobody-listens", name="listener")(ok)
     app.drain()
-    assert app.unrouted_count() == 0
+    assert app.unrouted_count() == 1  # logs/l1, kept for a function to come
     assert runtime(app) == set()
 
 

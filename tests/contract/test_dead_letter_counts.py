@@ -109,7 +109,8 @@ def test_forgetting_a_function_with_dead_letters_adds_its_backlog_to_their_count
     assert app.functions.forget("charge") == 5
     assert_counts_match_rows(app)
     assert app.dead_letters.count("charge") == 9
-    assert app.dead_letters.replay_all("charge") == 9  # pending again; counted out by row
+    # Pending again, counted out by row (anyway: charge is no longer stored).
+    assert app.dead_letters.replay_all("charge", anyway=True) == 9
     assert app.dead_letters.count("charge") == 0
     assert_counts_match_rows(app)
 

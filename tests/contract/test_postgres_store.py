@@ -39,7 +39,7 @@ def open_store(postgres_store_url: str) -> Iterator[Callable[..., PostgresStore]
     """Open PostgresStores on one fresh database (each its own pool, like separate machines)."""
     stores: list[PostgresStore] = []
 
-    def build(**kwargs: int) -> PostgresStore:
+    def build(**kwargs: Any) -> PostgresStore:
         store = PostgresStore(postgres_store_url, **kwargs)
         stores.append(store)
         return store

@@ -106,11 +106,20 @@ def test_the_functions_page_shows_options_unrouted_events_and_unserved_functions
         assert listed["retired"]["unserved"] == (
             "this app does not register it: its 1 pending deliveries wait"
         )
-        assert http.get("/api/unrouted").json() == {"count": 1}
+        # No function ever took invoices: kept, not warned about, until an operator asks.
+        assert http.get("/api/unrouted").json() == {"count": 0, "kept": 1, "origins": []}
+        assert 'id="unrouted-warning"' not in http.get("/").text
+        app.keep_unrouted("invoices")
+        assert http.get("/api/unrouted").json() == {
+            "count": 1,
+            "kept": 1,
+            "origins": [{"origin": "collection invoices", "events": 1}],
+        }
         page = http.get("/").text
         assert "rate limit 30/m" in page and "ordered by document" in page
         assert "budget 500/day" in page
         assert 'id="unrouted-warning">1 event(s) matched no function' in page
+        assert "collection invoices (1)" in page
         assert 'class="warning unserved" data-function="retired">retired: this app' in page
         app.db.document("orders/o1").set({"n": 1})  # pending for pack, whose worker never ran
         listed = {f["name"]: f for f in http.get("/api/functions").json()}

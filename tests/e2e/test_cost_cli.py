@@ -169,9 +169,10 @@ def test_audit_shows_the_cost_section_and_its_json(
     section = lines.index("cost over 1d:")
     assert lines[section + 1].split()[0] == "function"
     assert "  flaky: its failures cost 16.00 USD a day at the current rate" in "\n".join(lines)
-    # The receipts and logs the functions write start no function: kept as unrouted.
-    assert any("unrouted-events" in line for line in lines), lines
-    assert lines[-1] == "0 error(s), 1 warning(s) in 2 function(s) and 1d of history"
+    # The receipts and logs the functions write start no function: kept as unrouted, and no
+    # warning (no function ever took those collections).
+    assert not any("unrouted-events" in line for line in lines), lines
+    assert lines[-1] == "0 error(s), 0 warning(s) in 2 function(s) and 1d of history"
     report = json.loads(oncefire(tmp_path, *args, "--json").stdout)
     assert report["cost"]["total"]["failure_cost"] == pytest.approx(16)
 

@@ -3,6 +3,7 @@ before any function is kept and delivered once the app's worker runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_support import Run, assert_user_error
@@ -69,3 +70,60 @@ def test_functions_forget_asks_then_makes_dead_letters(run: Run, tmp_path: Path)
     assert run("functions", "list").stdout.strip() == "no stored functions"
     assert_user_error(run("functions", "forget", "send", "--yes"), "No stored function")
     assert_user_error(run("functions", "pause", "nobody"), "No stored function")
+
+
+RENAMED = APP.replace('@app.on_message("emails")', '@app.on_message("emails", name="send_v2")')
+
+
+def test_a_function_renamed_in_code_at_the_command_line(run: Run, tmp_path: Path) -> None:
+    """drain warns of the old name's waiting deliveries; rename moves them, and its dead
+    letters; forget, rename and purge are in the audit log (issue 44, points 6 and 12)."""
+    (tmp_path / "shop.py").write_text(APP)
+    assert run("drain", "shop.py").returncode == 0  # registers `send`
+    run("functions", "pause", "send")
+    run("publish", "emails", '{"to": "a@b"}')
+    run("publish", "emails", '{"to": "c@d"}')
+    (tmp_path / "shop.py").write_text(RENAMED)  # the next deploy calls it send_v2
+    drained = run("drain", "shop.py")
+    assert drained.returncode == 0, drained.stderr
+    warned = [line for line in drained.stderr.splitlines() if "does not serve" in line]
+    assert len(warned) == 1 and "send (2)" in warned[0], drained.stderr
+    assert_user_error(run("functions", "rename", "nobody", "send_v3"), "nobody")
+    moved = run("functions", "rename", "send", "send_v3")
+    assert moved.stdout.strip() == (
+        "renamed send to send_v3: 2 pending deliveries and 0 dead letters moved"
+    )
+    run("functions", "resume", "send_v3")
+    (tmp_path / "shop.py").write_text(RENAMED.replace("send_v2", "send_v3"))
+    assert run("drain", "shop.py").returncode == 0
+    assert sent(tmp_path) == ["a@b", "c@d"]
+    assert run("purge").returncode == 0
+    entries = json.loads(run("audit-log", "--json").stdout)
+    assert [e["action"] for e in entries] == ["purge", "resume", "rename", "pause"]
+    rename = entries[2]
+    assert (rename["function"], rename["target"], rename["count"]) == ("send_v3", "send", 2)
+    assert rename["actor"].startswith("cli")
+
+
+def test_dlq_replay_of_a_forgotten_function_is_refused_unless_anyway(
+    run: Run, tmp_path: Path
+) -> None:
+    (tmp_path / "shop.py").write_text(APP)
+    assert run("drain", "shop.py").returncode == 0
+    run("functions", "pause", "send")
+    run("publish", "emails", '{"to": "a@b"}')
+    assert (
+        "1 pending deliveries are now dead letters"
+        in run("functions", "forget", "send", "--yes").stdout
+    )
+    letter = run("dlq", "list").stdout.split()[0]
+    assert_user_error(run("dlq", "replay", letter), "No function 'send' is stored", "--anyway")
+    assert_user_error(run("dlq", "replay", "--all", "--yes"), "No function 'send' is stored")
+    assert run("dlq", "list").stdout.split()[0] == letter  # still a dead letter
+    replayed = run("dlq", "replay", letter, "--anyway")
+    assert replayed.stdout.strip() == f"replayed {letter}", replayed.stderr
+    assert run("drain", "shop.py").returncode == 0  # send returns: it gets the delivery
+    assert sent(tmp_path) == ["a@b"]
+    entries = json.loads(run("audit-log", "--json").stdout)
+    assert [e["action"] for e in entries] == ["replay", "forget", "pause"]
+    assert entries[1]["count"] == 1  # the pending delivery that became a dead letter

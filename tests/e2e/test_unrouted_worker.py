@@ -112,8 +112,9 @@ def bill(event):
 """
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])  # a supervisor says it once for all
 def test_a_worker_warns_at_start_about_a_stored_function_it_does_not_serve(
-    tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]]
+    tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]], processes: str
 ) -> None:
     (tmp_path / "a.py").write_text(APP_A)
     (tmp_path / "b.py").write_text(APP_B)
@@ -125,7 +126,7 @@ def test_a_worker_warns_at_start_about_a_stored_function_it_does_not_serve(
     reader.close()
     assert pending["send"] == 2  # due deliveries of a function B lacks
 
-    worker = oncefire("worker", "b.py")
+    worker = oncefire("worker", "b.py", "--processes", processes)
     billed = tmp_path / "billed.txt"
     # The worker warns before it serves anything, so once bill has run the warning is logged;
     # the log is complete once the worker has exited.
@@ -135,6 +136,6 @@ def test_a_worker_warns_at_start_about_a_stored_function_it_does_not_serve(
     log = (tmp_path / "worker.log").read_text()
     [warning] = [line for line in log.splitlines() if "does not serve" in line]
     assert " WARNING " in warning
-    assert "does not serve: send;" in warning, warning
+    assert "does not serve, with pending deliveries: send (2);" in warning, warning
     assert "bill" not in warning
     assert not (tmp_path / "sent.txt").exists()  # B ran nothing of send

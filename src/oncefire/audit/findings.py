@@ -98,7 +98,7 @@ RULES: dict[str, Rule] = {
             "unrouted-events",
             Severity.WARNING,
             "register a function whose trigger matches them within unrouted_retention (7 days), "
-            "or stop writing them",
+            "stop writing them, or app.ignore_unrouted(...) if no function will take them",
         ),
     )
 }

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from oncefire import unrouted
 from oncefire.audit.findings import Finding
 from oncefire.audit.source import scope_of
 from oncefire.catalogue import UNSERVED_AFTER
@@ -16,6 +16,7 @@ from oncefire.tables import changed_tables
 
 if TYPE_CHECKING:
     from oncefire.runtime import Runtime
+    from oncefire.unrouted import UnroutedReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +115,9 @@ def runtime_findings(rt: Runtime, since: float, limits: Thresholds) -> list[Find
         found.append(finding("orphan-function", name, message))
     for table, sentence in changed_tables(rt.store):  # the table stands in for a function
         found.append(Finding("watched-table-changed", table, sentence))
-    unrouted = rt.store.count_unrouted()
-    if unrouted:
-        found.append(Finding("unrouted-events", "-", unrouted_message(unrouted, history)))
+    waiting = unrouted.report(rt.store)
+    if waiting.awaited:
+        found.append(Finding("unrouted-events", "-", unrouted_message(waiting)))
     return found
 
 
@@ -157,16 +158,11 @@ def orphans(rt: Runtime, now: float, unserved_after: float) -> list[tuple[str, s
     return out
 
 
-def unrouted_message(count: int, history: History, shown: int = 5) -> str:
-    """How many events no function took, and the collections and topics they came from."""
-    origins: Counter[str] = Counter()
-    for event_type, source, events in history.unrouted_sources():
-        if event_type.startswith("document."):
-            origins[f"collection {source.rpartition('/')[0] or source}"] += events
-        elif event_type == "message.published":
-            origins[f"topic {source}"] += events
-        else:
-            origins[f"{event_type} {source}"] += events
-    parts = [f"{origin} ({n})" for origin, n in origins.most_common(shown)]
-    more = f", and {len(origins) - shown} more" if len(origins) > shown else ""
-    return f"{count} events matched no function, from {', '.join(parts)}{more}"
+def unrouted_message(report: UnroutedReport, shown: int = 5) -> str:
+    """How many events of an awaited source no function took, and where they came from."""
+    parts = [f"{origin} ({n})" for origin, n in report.origins[:shown]]
+    more = f", and {len(report.origins) - shown} more" if len(report.origins) > shown else ""
+    return (
+        f"{report.awaited} events matched no function, from {', '.join(parts)}{more}: a "
+        "function used to take them, or keep_unrouted names them"
+    )

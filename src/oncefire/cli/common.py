@@ -76,7 +76,7 @@ def name_store(url: str) -> None:
 def open_app(store: str | None, *, is_write: bool = False) -> App:
     """A bare App on the store. Commands that only read refuse a store that does not exist;
     a write may create a new store, but never adds oncefire's tables to another
-    application's database (only `oncefire migrate` or App(...) in code do)."""
+    application's database (only `oncefire migrate` does)."""
     url = Settings.from_env(store=store).store
     refuse_memory_store(url)
     state = probe(url)

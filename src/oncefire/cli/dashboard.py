@@ -45,8 +45,10 @@ def dashboard(
     configure_logging()
     tokens = load_tokens(token_file=token_file)
     check_bind(host, tokens)  # before loading the app: a refusal costs nothing
+    app = open_user_app(app_target, store) if app_target else open_app(store)
+    app.store  # noqa: B018 - a store that cannot be opened is one line here, not a page later
     serve(
-        open_user_app(app_target, store) if app_target else open_app(store),
+        app,
         host=host,
         port=port,
         tokens=tokens,
@@ -75,7 +77,8 @@ def events_show(event_id: str, store: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def audit_log(store: str | None, limit: int, before: int | None, as_json: bool) -> None:
-    """List the operators' replays, dismisses, edits and bulk actions, newest first."""
+    """List what operators did to deliveries (replays, dismisses, edits, bulk actions, pause,
+    resume, forget, rename, purge), newest first."""
     entries = open_app(store).operators.audit_log(limit, before)
     if as_json:
         echo_json([e.to_dict() for e in entries])

@@ -26,7 +26,12 @@ def stats(store: str | None, window: float, as_json: bool) -> None:
         echo_json({name: s.to_dict() for name, s in figures.items()})
         return
     print_stats(figures)
-    click.echo(f"unrouted: {app.unrouted_count()} event(s) no function takes yet")
+    found = app.unrouted_report()
+    origins = ", ".join(f"{origin} ({n})" for origin, n in found.origins[:5])
+    click.echo(
+        f"unrouted: {found.kept} event(s) kept for a function registered later, "
+        f"{found.awaited} warned about" + (f": {origins}" if origins else "")
+    )
 
 
 def print_stats(figures: dict[str, Any]) -> None:

@@ -40,16 +40,30 @@ DEMO_PORT = 8787
     help="The dashboard's port.",
 )
 @click.option("--tables", is_flag=True, help="The second story: functions on the app's own table.")
+@click.option(
+    "--force",
+    "is_forced",
+    is_flag=True,
+    help="Write into a --store that holds functions or documents of its own.",
+)
 @friendly
-def demo(store: str | None, with_dashboard: bool | None, port: int, tables: bool) -> None:
+def demo(
+    store: str | None, with_dashboard: bool | None, port: int, tables: bool, is_forced: bool
+) -> None:
     """Run the bundled orders example on an embedded store, print its story, then serve
     the dashboard on it until Ctrl-C (with --tables, the story of functions on an
-    application's own table, docs/tables.md)."""
+    application's own table, docs/tables.md). A --store holding functions or documents
+    the demo did not write is refused, unless --force."""
     configure_logging(stream=sys.stdout)
     logging.getLogger("oncefire.execution").setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
-    refuse_memory_store(store)  # the commands it prints next would find nothing
+    else:
+        refuse_memory_store(store)  # the commands it prints next would find nothing
+        if not is_forced:
+            from oncefire.demo_guard import refuse_others_store
+
+            refuse_others_store(store, "tables" if tables else "orders")
     set_store_env(store)
     if tables:
         from oncefire.demo_tables import app

@@ -89,9 +89,17 @@ def matching(letters: DeadLetters, function: str | None, where: dict[str, str | 
         before = page[-1].id
 
 
+ANYWAY = click.option(
+    "--anyway",
+    is_flag=True,
+    help="Replay even for a function the store does not know (forgotten or renamed): the "
+    "deliveries wait until a function of that name returns.",
+)
+
+
 def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
     """A `dlq VERB [ID | --all [--function F] [--error TEXT]]` command through app.operators,
-    so each action is recorded in the audit trail."""
+    so each action is recorded in the audit trail (replay also takes --anyway)."""
 
     @click.argument("dead_letter_id", type=int, required=False)
     @store_option
@@ -111,6 +119,7 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
         error_group: str | None,
         is_confirmed: bool,
         dry_run: bool,
+        anyway: bool = False,
     ) -> None:
         if is_all and dead_letter_id is not None:
             raise click.ClickException(
@@ -123,6 +132,7 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
                 "--function, --error and --group select dead letters for --all only."
             )
         where = {"error_contains": error_contains, "error_group": error_group}
+        more = {"anyway": anyway} if anyway else {}
         app = open_app(store)
         letters = app.dead_letters
         if dead_letter_id is not None:
@@ -130,10 +140,12 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
                 click.echo(f"would {verb} dead letter {dead_letter_id}:")
                 click.echo(line_of(letters.get(dead_letter_id)))
                 return
-            getattr(app.operators, verb)(dead_letter_id, actor=cli_actor())
+            getattr(app.operators, verb)(dead_letter_id, actor=cli_actor(), **more)
             click.echo(f"{verb}ed {dead_letter_id}")
             return
         lines = matching(letters, function, where)
+        if verb == "replay" and not anyway and not dry_run:
+            letters.check_replay_all(function, error_contains, error_group)  # before asking
         if dry_run:
             click.echo(f"would {verb} {len(lines)} dead letters" + (":" if lines else ""))
             for line in lines:
@@ -146,12 +158,12 @@ def dead_letter_action(verb: str, summary: str) -> Callable[[Any], Any]:
             click.echo(f"{verb}ed {so_far} of {len(lines)}", err=True)
 
         done = getattr(app.operators, f"{verb}_all")(
-            function, **where, actor=cli_actor(), batch=BATCH, on_batch=told
+            function, **where, actor=cli_actor(), batch=BATCH, on_batch=told, **more
         )
         click.echo(f"{verb}ed {done}")
 
     command.__doc__ = summary
-    return dlq.command(verb)(command)
+    return dlq.command(verb)(ANYWAY(command) if verb == "replay" else command)
 
 
 dlq_replay = dead_letter_action(

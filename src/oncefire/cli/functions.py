@@ -1,4 +1,4 @@
-"""`oncefire functions [list|pause|resume|forget]`: the stored functions and the brake."""
+"""`oncefire functions [list|pause|resume|forget|rename]`: the stored functions and the brake."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def _ago(at: float | None, now: float) -> str:
 @store_option
 @click.pass_context
 def functions(ctx: click.Context, store: str | None) -> None:
-    """The functions the store routes events to: list (the default), pause, resume, forget."""
+    """The functions the store routes events to: list (the default), pause, resume, forget,
+    rename."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_functions, store=store)
 
@@ -98,5 +99,20 @@ def forget(name: str, store: str | None, is_confirmed: bool) -> None:
             f"Forget {name}? Its {row.pending} pending deliveries become dead letters.",
             abort=True,
         )
-    buried = app.functions.forget(name)
+    buried = app.operators.forget(name, actor=cli_actor())
     click.echo(f"forgot {name}: {buried} pending deliveries are now dead letters")
+
+
+@functions.command("rename")
+@click.argument("old")
+@click.argument("new")
+@store_option
+@friendly
+def rename(old: str, new: str, store: str | None) -> None:
+    """Move OLD's pending deliveries, dead letters and history to NEW (a function renamed
+    in code). Refused if NEW has deliveries of its own."""
+    moved = open_app(store).operators.rename(old, new, actor=cli_actor())
+    click.echo(
+        f"renamed {old} to {new}: {moved.pending} pending deliveries and {moved.dead} dead "
+        "letters moved"
+    )

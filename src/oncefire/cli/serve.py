@@ -228,7 +228,7 @@ def migrate(app_target: str | None, store: str | None) -> None:
         name_store(app.settings.store)
     else:
         app = open_user_app(app_target, store)
-    click.echo(f"schema at version {app.store.migrate()}")
+    click.echo(f"schema at version {app.migrate()}")
     for line in app.watch_tables():
         click.echo(line)
 

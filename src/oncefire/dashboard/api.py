@@ -200,8 +200,11 @@ def brake(verb: str) -> Any:
 
 
 async def unrouted(request: Request) -> JSONResponse:
-    """GET /api/unrouted: how many events no function has taken yet."""
-    return ok({"count": app_of(request).unrouted_count()})
+    """GET /api/unrouted: the unrouted events warned about (count: of a source a function
+    used to take or keep_unrouted names; origins: where from), and all those kept."""
+    found = app_of(request).unrouted_report()
+    origins = [{"origin": origin, "events": n} for origin, n in found.origins]
+    return ok({"count": found.awaited, "kept": found.kept, "origins": origins})
 
 
 async def openapi(request: Request) -> JSONResponse:

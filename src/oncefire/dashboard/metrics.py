@@ -89,8 +89,9 @@ class StoreCollector(Collector):
         yield age
         yield GaugeMetricFamily(
             "oncefire_unrouted_events",
-            "Events no function has taken yet (kept for unrouted_retention).",
-            value=self.app.unrouted_count(),
+            "Events no function has taken yet of a source a function used to take or "
+            "keep_unrouted names (app.unrouted_report().awaited).",
+            value=self.app.unrouted_report().awaited,
         )
 
 

@@ -202,9 +202,26 @@ def document() -> dict[str, Any]:
             ),
             f"{fn}/resume": post("Resume a paused function where it stopped", [NAME], None),
             "/api/unrouted": get(
-                "How many events matched no function",
+                "Events that matched no function: count, those of a source a function used "
+                "to take (or keep_unrouted names), by origin; kept, all of them",
                 [],
-                {"type": "object", "properties": {"count": {"type": "integer"}}},
+                {
+                    "type": "object",
+                    "properties": {
+                        "count": {"type": "integer"},
+                        "kept": {"type": "integer"},
+                        "origins": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "origin": {"type": "string"},
+                                    "events": {"type": "integer"},
+                                },
+                            },
+                        },
+                    },
+                },
             ),
             "/api/dead-letters/{id}": get("One dead letter", [ID], ref("DeadLetter"), 404),
             "/api/dead-letters/{id}/replay": post("Replay", [ID], None),

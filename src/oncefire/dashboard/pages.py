@@ -81,7 +81,7 @@ async def functions_page(request: Request) -> Response:
     """The functions page."""
     app = app_of(request)
     return render(
-        request, "functions.html", functions=views.functions(app), unrouted=app.unrouted_count()
+        request, "functions.html", functions=views.functions(app), unrouted=app.unrouted_report()
     )
 
 

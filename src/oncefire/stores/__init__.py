@@ -7,19 +7,26 @@ from oncefire.settings import Settings
 from oncefire.stores.base import Store
 
 
-def open_store(settings: Settings) -> Store:
-    """The store named by settings.store (sqlite:///..., sqlite://:memory:, postgresql://...)."""
+def open_store(settings: Settings, *, beside_tables: bool = False) -> Store:
+    """The store named by settings.store (sqlite:///..., sqlite://:memory:, postgresql://...).
+    Its schema is created or upgraded; beside_tables: even in a database that holds tables of
+    its own and no oncefire schema (`oncefire migrate`), which is refused otherwise."""
     url = settings.store
     if url.startswith("sqlite:"):
         from oncefire.stores.sqlite import SqliteStore
 
         # A worker waiting for the write lock must still renew its leases before they run out.
         busy_wait = (settings.lease - settings.renew_every) / 2
-        return SqliteStore(url, synchronous=settings.sqlite_synchronous, busy_wait=busy_wait)
+        return SqliteStore(
+            url,
+            synchronous=settings.sqlite_synchronous,
+            busy_wait=busy_wait,
+            beside_tables=beside_tables,
+        )
     if url.startswith(("postgresql:", "postgres:")):
         from oncefire.stores.postgres import PostgresStore
 
-        return PostgresStore(url, pool_max=settings.concurrency + 2)
+        return PostgresStore(url, pool_max=settings.concurrency + 2, beside_tables=beside_tables)
     raise ConfigError(
         f"Unknown store URL {url!r}: use sqlite:///path.db, sqlite://:memory: or "
         "postgresql://user@host/db."

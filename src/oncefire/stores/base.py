@@ -117,8 +117,8 @@ class Store(Protocol):
     tables: TableTriggers
     """The triggers on the application's own tables (oncefire.tables decides what they hold)."""
 
-    def migrate(self) -> int:
-        """Create or upgrade the schema; return its version."""
+    def migrate(self, *, beside_tables: bool = True) -> int:
+        """Create or upgrade the schema; its version (beside_tables: see stores/schema.py)."""
 
     def close(self) -> None: ...
 

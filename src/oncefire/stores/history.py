@@ -119,8 +119,3 @@ class History:
         """Each function's dead letters made before and after middle."""
         rows = self._rows("dead_letter_halves", since=since, middle=middle)
         return [Halves(f, int(early), int(late)) for f, early, late in rows]
-
-    def unrouted_sources(self, limit: int = 500) -> list[tuple[str, str, int]]:
-        """(type, source, count) of the events no function has taken yet, most first."""
-        rows = self._rows("unrouted_sources", limit=limit)
-        return [(str(t), str(s), int(n)) for t, s, n in rows]

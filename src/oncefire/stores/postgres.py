@@ -16,11 +16,11 @@ from typing import Any
 from oncefire import codec
 from oncefire.buckets import DURATION_BOUNDS
 from oncefire.clock import Clock
-from oncefire.errors import MissingDependencyError, SchemaVersionError
+from oncefire.errors import MissingDependencyError
 from oncefire.events import StoredEvent
 from oncefire.paths import parent_of
 from oncefire.rates import RateLimit, available
-from oncefire.stores import migrations, queries
+from oncefire.stores import queries
 from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.connection import Statements
@@ -68,7 +68,15 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
 
-    def __init__(self, url: str, *, pool_min: int = POOL_MIN, pool_max: int = POOL_MAX) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_min: int = POOL_MIN,
+        pool_max: int = POOL_MAX,
+        beside_tables: bool = False,
+    ) -> None:
+        """beside_tables: create the schema even in a database holding tables of its own."""
         self.url = url
         self.pool = Pool(url, min_size=pool_min, max_size=pool_max)
         self._pooled = PooledStatements(self.pool)
@@ -80,7 +88,7 @@ class PostgresStore(SqlStore):
         )
         self.tables: TableTriggers = PostgresTableTriggers(self._write, SQL)
         try:
-            self.migrate()
+            self.migrate(beside_tables=beside_tables)
         except BaseException:
             self.close()
             raise
@@ -177,24 +185,11 @@ class PostgresStore(SqlStore):
 
     # -- schema ------------------------------------------------------------------------
 
-    def migrate(self) -> int:
-        """Create or upgrade the schema; return its version."""
-        steps = migrations.load(self.dialect)
-        with self._write() as st:
-            st.execute("lock_migrations", {"key": lock_key("migrate", "schema")})
-            st.execute("create_schema_table")
-            current = int(st.fetch("schema_version")[0][0] or 0)
-            if current > steps[-1][0]:
-                raise SchemaVersionError(
-                    f"The store's schema is at {current} but this oncefire knows only "
-                    f"{steps[-1][0]}: upgrade oncefire."
-                )
-            for version, sql in steps:
-                if version > current:
-                    st.conn.execute(sql.encode())  # a script: no parameters, several statements
-                    st.execute("write_schema_version", {"version": version})
-                    current = version
-        return current
+    def _lock_schema(self, st: Statements) -> None:
+        st.execute("lock_migrations", {"key": lock_key("migrate", "schema")})
+
+    def _run_script(self, st: Any, sql: str) -> None:
+        st.conn.execute(sql.encode())  # a script: no parameters, several statements
 
     @contextmanager
     def _index_transaction(self) -> Iterator[tuple[PostgresStatements, PostgresTx]]:

@@ -8,6 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from oncefire.stores import queries
+from oncefire.stores.schema import own_tables
 
 
 class StoreState(StrEnum):
@@ -23,7 +24,7 @@ class StoreState(StrEnum):
 def _state(names: list[str]) -> StoreState:
     if any(name.startswith("oncefire_") for name in names):
         return StoreState.ONCEFIRE
-    return StoreState.FOREIGN if names else StoreState.EMPTY
+    return StoreState.FOREIGN if own_tables(names) else StoreState.EMPTY
 
 
 def probe(url: str) -> StoreState:

@@ -29,6 +29,7 @@ from oncefire.stores.function_ops import FunctionOps
 from oncefire.stores.leasing import Leasing
 from oncefire.stores.rate_buckets import Buckets
 from oncefire.stores.record_ops import RecordOps
+from oncefire.stores.schema import Schema
 from oncefire.stores.sql_retention import SqlRetention
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def _by_index(where: DeadLetterFilter, *names: str) -> str | None:
     return names[1] if where.error_group is None else names[2]
 
 
-class SqlStore(Leasing, SqlRetention, FunctionOps, RecordOps):
+class SqlStore(Schema, Leasing, SqlRetention, FunctionOps, RecordOps):
     """Catalogue, dead-letter, statistics and @idempotent operations, for both databases."""
 
     dialect: str

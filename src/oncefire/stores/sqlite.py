@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from oncefire import codec
-from oncefire.errors import SchemaVersionError
 from oncefire.events import StoredEvent
 from oncefire.rates import RateLimit, available
 from oncefire.settings import MEMORY_URLS, check_store_url
@@ -47,10 +46,17 @@ class SqliteStore(SqlStore):
     dialect = "sqlite"
 
     def __init__(
-        self, url: str, *, synchronous: str = "FULL", busy_wait: float | None = None
+        self,
+        url: str,
+        *,
+        synchronous: str = "FULL",
+        busy_wait: float | None = None,
+        beside_tables: bool = False,
     ) -> None:
-        """busy_wait: the most seconds a writer waits for the lock (at most 15 s in any case)."""
+        """busy_wait: the most seconds a writer waits for the lock (at most 15 s in any case);
+        beside_tables: create the schema even in a database holding tables of its own."""
         self.url = url
+        self.beside_tables = beside_tables
         # sqlite:///relative.db, sqlite:////absolute.db, sqlite://:memory:
         check_store_url(url)
         self.is_memory = url in MEMORY_URLS
@@ -66,7 +72,7 @@ class SqliteStore(SqlStore):
         self._catalogs = CatalogCache()  # functions and index fields, between transactions
         self.tables: TableTriggers = SqliteTableTriggers(self._write, SQL)
         try:
-            self.migrate()
+            self.migrate(beside_tables=beside_tables)
         except BaseException:
             self.close()  # a store that cannot be used keeps no file open
             raise
@@ -132,7 +138,7 @@ class SqliteStore(SqlStore):
             return False
         self.close()  # every thread opens a connection to the file at the path anew
         self._catalogs = CatalogCache()
-        self.migrate()
+        self.migrate(beside_tables=self.beside_tables)
         self._opened = self._identity()
         return True
 
@@ -145,24 +151,9 @@ class SqliteStore(SqlStore):
 
     # -- schema ------------------------------------------------------------------------
 
-    def migrate(self) -> int:
-        """Create or upgrade the schema; return its version."""
-        steps = migrations.load(self.dialect)
-        with self._write() as st:
-            st.execute("create_schema_table")
-            current = int(st.fetch("schema_version")[0][0] or 0)
-            if current > steps[-1][0]:
-                raise SchemaVersionError(
-                    f"The store's schema is at {current} but this oncefire knows only "
-                    f"{steps[-1][0]}: upgrade oncefire."
-                )
-            for version, sql in steps:
-                if version > current:
-                    for statement in migrations.statements(sql):
-                        st.conn.execute(statement)
-                    st.execute("write_schema_version", {"version": version})
-                    current = version
-        return current
+    def _run_script(self, st: Any, sql: str) -> None:
+        for statement in migrations.statements(sql):
+            st.conn.execute(statement)
 
     @contextmanager
     def _index_transaction(self) -> Iterator[tuple[SqliteStatements, SqliteTx]]:

@@ -63,12 +63,3 @@ FROM oncefire_deliveries
 WHERE state = 'dead' AND dead_at >= %(since)s
 GROUP BY function
 ORDER BY function;
-
--- name: unrouted_sources
--- Events no function has taken yet, counted by type and source (the partial routing index).
-SELECT type, source, count(*) AS events
-FROM oncefire_events
-WHERE routing = 'unrouted'
-GROUP BY type, source
-ORDER BY events DESC, source
-LIMIT %(limit)s;

@@ -25,3 +25,8 @@ UPDATE demo_orders SET note = 'gift wrap' WHERE id = 1;
 
 -- name: demo_ship_orders
 UPDATE demo_orders SET status = 'shipped';
+
+-- name: demo_other_document
+-- Before `oncefire demo` writes into a store (demo_guard.py): a document outside the demo's
+-- collections, if the store holds one.
+SELECT path FROM oncefire_documents WHERE collection NOT IN (:own) LIMIT 1;

@@ -1,0 +1,195 @@
+"""The App's decorators that register event and HTTP functions (documents, topics,
+schedules, requests), mixed into App; rows.py holds those on the application's tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from oncefire.errors import ConfigError
+from oncefire.events import EventType
+from oncefire.messages import attribute_filter
+from oncefire.paths import Pattern, check_id
+from oncefire.retry import RetryPolicy
+from oncefire.routes import check_route
+from oncefire.schedules import DEFAULT_GRACE, Schedule
+from oncefire.triggers import (
+    DOCUMENT_KINDS,
+    Options,
+    Trigger,
+    check_fields,
+    check_function,
+    check_ordering,
+    function_name,
+    make_options,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Decorators:
+    """on_document_created/updated/deleted/written, on_message, on_schedule, on_request."""
+
+    routes: dict[str, Trigger]
+    body_limits: dict[str, int]
+
+    def _add(self, trigger: Trigger) -> None:
+        raise NotImplementedError
+
+    def _document(
+        self, kind: str, pattern: str | None, options: dict[str, Any]
+    ) -> Callable[[F], F]:
+        name = options.pop("name", None)
+        document = options.pop("document", None)  # Firebase's keyword for the pattern
+        fields = check_fields(kind, options.pop("fields", None))
+        if (pattern is None) == (document is None):
+            raise ConfigError(
+                f"on_document_{kind} takes one path pattern, like 'orders/{{orderId}}' (or "
+                "document='orders/{orderId}' as in Firebase)."
+            )
+        parsed = Pattern.parse(pattern if pattern is not None else document)
+        opts = make_options(**options)
+
+        def decorator(fn: F) -> F:
+            check_function(fn)
+            self._add(
+                Trigger(
+                    name=function_name(name, fn),
+                    fn=fn,
+                    kind="document",
+                    source=parsed.text,
+                    event_types=tuple(str(t) for t in DOCUMENT_KINDS[kind]),
+                    options=opts,
+                    pattern=parsed,
+                    is_change=kind in ("updated", "written"),
+                    fields=fields,
+                )
+            )
+            return fn
+
+        return decorator
+
+    def on_document_created(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Run the function when a document matching pattern is created."""
+        return self._document("created", pattern, options)
+
+    def on_document_updated(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Run the function when a matching document changes (event.data.before / after)."""
+        return self._document("updated", pattern, options)
+
+    def on_document_deleted(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Run the function when a matching document is deleted."""
+        return self._document("deleted", pattern, options)
+
+    def on_document_written(self, pattern: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Run the function on any create, update or delete of a matching document."""
+        return self._document("written", pattern, options)
+
+    def on_message(
+        self,
+        topic: str,
+        *,
+        max_delivery_attempts: int | None = None,
+        dead_letter_topic: str | None = None,
+        attributes: dict[str, str] | None = None,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Run the function for each message published on topic (that carries attributes)."""
+        name = options.pop("name", None)
+        check_id(topic, "topic")
+        if dead_letter_topic is not None:
+            check_id(dead_letter_topic, "dead-letter topic")
+            if dead_letter_topic == topic:
+                raise ConfigError("dead_letter_topic must differ from the topic itself.")
+        if max_delivery_attempts is not None:
+            if options.get("retry") is False:
+                raise ConfigError(
+                    f"max_delivery_attempts={max_delivery_attempts!r} with retry=False: a "
+                    "message that is not retried is delivered once; drop one of them."
+                )
+            base = options.get("retry_policy", RetryPolicy())
+            if isinstance(base, RetryPolicy):  # else make_options says what it must be
+                options["retry_policy"] = replace(base, max_attempts=max_delivery_attempts)
+        opts = make_options(**options)
+        check_ordering("message", opts)
+
+        def decorator(fn: F) -> F:
+            check_function(fn)
+            self._add(
+                Trigger(
+                    name=function_name(name, fn),
+                    fn=fn,
+                    kind="message",
+                    source=topic,
+                    event_types=(str(EventType.MESSAGE_PUBLISHED),),
+                    options=opts,
+                    dead_letter_topic=dead_letter_topic,
+                    attributes=attribute_filter(attributes),
+                )
+            )
+            return fn
+
+        return decorator
+
+    def on_schedule(
+        self,
+        schedule: str,
+        *,
+        timezone: str | None = None,
+        catch_up: str = "latest",
+        misfire_grace: float = DEFAULT_GRACE,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Run the function on a schedule ('every 5 minutes' or a 5-field cron string, in
+        timezone, an IANA name; UTC by default). Missed ticks (workers down): catch_up
+        "latest" fires the newest once, "all" each, "none" none; never one more than
+        misfire_grace seconds late."""
+        name = options.pop("name", None)
+        parsed = Schedule.parse(
+            schedule, timezone=timezone, catch_up=catch_up, misfire_grace=misfire_grace
+        )
+        opts = make_options(**options)
+        check_ordering("schedule", opts)
+
+        def decorator(fn: F) -> F:
+            check_function(fn)
+            fname = function_name(name, fn)
+            self._add(
+                Trigger(
+                    name=fname,
+                    fn=fn,
+                    kind="schedule",
+                    source=fname,
+                    event_types=(str(EventType.SCHEDULE_TICK),),
+                    options=opts,
+                    schedule=parsed,
+                )
+            )
+            return fn
+
+        return decorator
+
+    def on_request(
+        self,
+        path: str,
+        *,
+        methods: Sequence[str] = ("GET",),
+        timeout: float = 60.0,
+        max_instances: int | None = None,
+        max_body_bytes: int = 10 * 1024 * 1024,
+        name: str | None = None,
+    ) -> Callable[[F], F]:
+        """An HTTP function served by `oncefire run`: never retried, the caller gets the error."""
+        verbs = check_route(path, methods, max_body_bytes, self.routes)
+        opts = Options(retry=False, timeout=timeout, max_instances=max_instances)
+
+        def decorator(fn: F) -> F:
+            check_function(fn)
+            trigger = Trigger(function_name(name, fn), fn, "http", path, verbs, opts)
+            self._add(trigger)
+            self.routes[path] = trigger
+            self.body_limits[path] = max_body_bytes
+            return fn
+
+        return decorator
