@@ -57,6 +57,10 @@ class Settings:
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100
     """Most rows one retention batch deletes: one short write transaction each."""
+    storage_dir: str = ""
+    """The folder of oncefire.firebase's storage buckets' objects. Empty: `<file>-storage`
+    beside a SQLite store's file, `oncefire-storage` in the working folder for PostgreSQL
+    (set a folder every worker shares when they run on several machines)."""
 
     def __post_init__(self) -> None:
         self._check_types()

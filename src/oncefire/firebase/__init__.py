@@ -17,6 +17,8 @@ from oncefire.firebase import (
     options,
     pubsub_fn,
     scheduler_fn,
+    storage,
+    storage_fn,
     tasks_fn,
 )
 from oncefire.firebase.defaults import default_app, initialize_app
@@ -32,5 +34,7 @@ __all__ = [
     "options",
     "pubsub_fn",
     "scheduler_fn",
+    "storage",
+    "storage_fn",
     "tasks_fn",
 ]
