@@ -9,6 +9,8 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    eventarc,
+    eventarc_fn,
     exceptions,
     firestore,
     firestore_fn,
@@ -25,6 +27,8 @@ from oncefire.firebase.defaults import default_app, initialize_app
 
 __all__ = [
     "default_app",
+    "eventarc",
+    "eventarc_fn",
     "exceptions",
     "firestore",
     "firestore_fn",
