@@ -34,9 +34,11 @@ def test_a_delayed_task_runs_at_its_time_and_not_before(default_app: App, clock:
         seen.append((req.data, clock.now()))
 
     start = clock.now()
-    functions.task_queue("later").enqueue({"n": 1}, TaskOptions(schedule_delay_seconds=30))
+    functions.task_queue("later").enqueue(
+        {"data": {"n": 1}}, TaskOptions(schedule_delay_seconds=30)
+    )
     at = datetime.fromtimestamp(start + 90, UTC)
-    functions.task_queue("later").enqueue({"n": 2}, TaskOptions(schedule_time=at))
+    functions.task_queue("later").enqueue({"data": {"n": 2}}, TaskOptions(schedule_time=at))
     default_app.drain()
     clock.advance(29.9)
     default_app.drain()
@@ -66,7 +68,7 @@ def test_a_failing_task_is_retried_on_cloud_tasks_waits_then_dead_lettered(
         raise RuntimeError("down")
 
     start = clock.now()
-    functions.task_queue("flaky").enqueue({"n": 1})
+    functions.task_queue("flaky").enqueue({"data": {"n": 1}})
     # Cloud Tasks: 10, 20, 40 (two doublings), then by 40 s steps: 80 -> capped at 70, 70.
     waits = [10, 20, 40, 70, 70]
     default_app.drain()
@@ -92,6 +94,7 @@ def test_max_retry_seconds_keeps_retrying_until_both_limits_are_passed() -> None
     assert policy.max_attempts == 6
     assert tasks_fn.retry_policy(options.RetryConfig()) == tasks_fn.retry_policy(None)
     assert tasks_fn.retry_policy(None).max_attempts == 3
+    assert tasks_fn.retry_policy(options.RetryConfig(max_attempts=0)).max_attempts == 3  # unset
 
 
 def test_a_task_id_is_used_once_until_an_hour_after_its_task_ended(
@@ -104,20 +107,37 @@ def test_a_task_id_is_used_once_until_an_hour_after_its_task_ended(
         seen.append(req.data)
 
     queue = functions.task_queue("once")
-    assert queue.enqueue(1, TaskOptions(task_id="job-1")) == "job-1"
+    assert queue.enqueue({"data": 1}, TaskOptions(task_id="job-1")) == "job-1"
     with pytest.raises(exceptions.AlreadyExistsError) as refused:
-        queue.enqueue(2, TaskOptions(task_id="job-1"))
+        queue.enqueue({"data": 2}, TaskOptions(task_id="job-1"))
     assert refused.value.code == "ALREADY_EXISTS"
     default_app.drain()
     assert seen == [1]
     clock.advance(1800)
     with pytest.raises(exceptions.AlreadyExistsError):
-        queue.enqueue(3, TaskOptions(task_id="job-1"))  # ran within the hour
-    queue.enqueue(4, TaskOptions(task_id="job-2"))  # another id is another task
+        queue.enqueue({"data": 3}, TaskOptions(task_id="job-1"))  # ran within the hour
+    queue.enqueue({"data": 4}, TaskOptions(task_id="job-2"))  # another id is another task
     clock.advance(1801)
-    assert queue.enqueue(5, TaskOptions(task_id="job-1")) == "job-1"
+    assert queue.enqueue({"data": 5}, TaskOptions(task_id="job-1")) == "job-1"
     default_app.drain()
     assert seen == [1, 4, 5]
+
+
+def test_a_task_whose_body_is_not_the_callable_protocols_is_a_dead_letter_at_once(
+    default_app: App,
+) -> None:
+    runs: list[Any] = []
+
+    @tasks_fn.on_task_dispatched(retry_config=options.RetryConfig(max_attempts=5))
+    def strict(req: tasks_fn.CallableRequest[Any]) -> None:
+        runs.append(req.data)
+
+    functions.task_queue("strict").enqueue({"n": 1})  # firebase_admin sends this as the body
+    functions.task_queue("strict").enqueue({"data": 1, "extra": 2})
+    default_app.drain()
+    assert runs == []
+    letters = default_app.dead_letters.list(function="strict")
+    assert [(d.attempts, "Bad Request" in (d.error or "")) for d in letters] == [(1, True)] * 2
 
 
 def test_a_task_enqueued_in_a_rolled_back_transaction_does_not_exist(
@@ -130,9 +150,11 @@ def test_a_task_enqueued_in_a_rolled_back_transaction_does_not_exist(
         seen.append(req.data)
 
     with pytest.raises(RuntimeError), default_app.db.transaction():
-        functions.task_queue("job").enqueue(1, TaskOptions(task_id="t1"))
+        functions.task_queue("job").enqueue({"data": 1}, TaskOptions(task_id="t1"))
         raise RuntimeError("roll back")
-    functions.task_queue("job").enqueue(2, TaskOptions(task_id="t1"))  # the id was not used
+    functions.task_queue("job").enqueue(
+        {"data": 2}, TaskOptions(task_id="t1")
+    )  # the id was not used
     default_app.drain()
     assert seen == [2]
 
@@ -146,12 +168,12 @@ def test_the_function_gets_cloud_tasks_headers_and_the_retry_count(
     def headers(req: tasks_fn.CallableRequest[Any]) -> None:
         raw = req.raw_request
         seen.append({k: v for k, v in raw.headers.items() if k.lower().startswith("x-")})
-        assert raw.get_json() == {"data": req.data}
+        assert raw.get_json() == {"data": [1]} and req.data == [1]
         if len(seen) == 1:
             raise RuntimeError("again")
 
     opts = TaskOptions(task_id="h1", headers={"X-Trace": "abc"}, schedule_delay_seconds=2)
-    functions.task_queue("locations/us-central1/functions/headers").enqueue([1], opts)
+    functions.task_queue("locations/us-central1/functions/headers").enqueue({"data": [1]}, opts)
     clock.advance(2)
     default_app.drain()
     clock.advance(5)
@@ -183,7 +205,7 @@ def test_an_attempt_past_its_dispatch_deadline_counts_as_failed(
         runs.append(1)
         clock.advance(16 if len(runs) == 1 else 14)
 
-    functions.task_queue("slow").enqueue(1, TaskOptions(dispatch_deadline_seconds=15))
+    functions.task_queue("slow").enqueue({"data": 1}, TaskOptions(dispatch_deadline_seconds=15))
     default_app.drain()
     clock.advance(1)
     default_app.drain()
@@ -210,7 +232,7 @@ def test_rate_limits_become_max_instances_and_a_rate_limit(default_app: App) -> 
 
 def test_an_unknown_queue_is_not_found_and_nothing_is_enqueued(default_app: App) -> None:
     with pytest.raises(exceptions.NotFoundError, match="'nosuch'"):
-        functions.task_queue("nosuch").enqueue(1)
+        functions.task_queue("nosuch").enqueue({"data": 1})
     assert default_app.unrouted_count() == 0
 
 
@@ -235,7 +257,7 @@ def test_bad_task_options_are_refused_as_firebase_admin_does(
     def job(req: tasks_fn.CallableRequest[Any]) -> None: ...
 
     with pytest.raises(ValueError, match=r"\.$"):
-        functions.task_queue("job").enqueue(1, opts)
+        functions.task_queue("job").enqueue({"data": 1}, opts)
     assert default_app.drain().attempts == 0
 
 
@@ -243,7 +265,6 @@ def test_bad_task_options_are_refused_as_firebase_admin_does(
     "config",
     [
         options.RetryConfig(max_attempts=-1),
-        options.RetryConfig(max_attempts=0),
         options.RetryConfig(min_backoff_seconds=10, max_backoff_seconds=5),
         options.RetryConfig(max_doublings=-1),
         options.RetryConfig(max_retry_seconds=10**9, max_backoff_seconds=1),

@@ -1,5 +1,7 @@
-"""firebase_admin.functions: `task_queue(name).enqueue(data, TaskOptions(...))` puts a task on
-a task queue function's queue, to run at its schedule time.
+"""firebase_admin.functions: `task_queue(name).enqueue({"data": ...}, TaskOptions(...))` puts a
+task on a task queue function's queue, to run at its schedule time. As with firebase_admin, what
+is enqueued is the request's JSON body, which the function's callable protocol reads as
+`{"data": ...}`: the function's `req.data` is what "data" holds.
 
 The task and its delivery commit in one transaction (joining one this thread has open, so a
 task enqueued with document writes exists only if they commit). A `task_id` is deduplicated
@@ -101,17 +103,18 @@ class TaskQueue:
                 f"task_id={task_id!r}: a task id holds only letters, digits, hyphens and "
                 "underscores, at most 500 of them."
             )
-        body: dict[str, Any] = {"data": task_data}
+        # The request Cloud Tasks sends: task_data is its JSON body, as firebase_admin sends it.
+        request: dict[str, Any] = {"body": task_data}
         if opts.headers:
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in opts.headers.items()):
                 raise ConfigError(f"headers={opts.headers!r} must map strings to strings.")
-            body["headers"] = dict(opts.headers)
+            request["headers"] = dict(opts.headers)
         if opts.uri is not None:
             log.info("enqueue: uri=%r is ignored: the task runs its queue's function", opts.uri)
         topic = tasks_fn.topic_of(self.function_name)
         chosen = task_id if task_id is not None else codec.new_id(now)
         attributes["task_id"] = chosen
-        payload = message_payload(topic, body, attributes)
+        payload = message_payload(topic, request, attributes)
         # reading() is the transaction's own store handle: the task is emitted on it.
         with app.db.transaction() as tx, app.db.reading() as raw:
             if self.function_name not in subscribers(raw.functions(), PUBLISHED, topic):

@@ -2,7 +2,8 @@
 rate_limits=...)`, fed by `functions.task_queue(name).enqueue(data, TaskOptions(...))`.
 
 A task is a message on the topic `firebase.tasks.<function>` whose delivery runs at its
-schedule time; the function receives a `CallableRequest` whose `data` is the task's data.
+schedule time; the function receives a `CallableRequest` whose `data` is the "data" of the
+body enqueued (a body of another shape is a dead letter at once: Firebase answers it 400).
 Cloud Tasks' rules map onto oncefire's: `RetryConfig` is the function's `RetryPolicy` (waits
 from `min_backoff_seconds`, doubled `max_doublings` times, then growing linearly, capped at
 `max_backoff_seconds`); `max_concurrent_dispatches` is `max_instances`,
@@ -85,7 +86,9 @@ def retry_policy(config: RetryConfig | None) -> RetryPolicy:
             "RetryConfig(max_attempts=-1) asks for unlimited attempts; oncefire bounds every "
             "retry: give the number of attempts."
         )
-    attempts = DEFAULT_ATTEMPTS if attempts is None else attempts
+    if attempts == 0:  # Cloud Tasks reads 0 as unset: the default applies
+        log.info("RetryConfig(max_attempts=0) means the default, %d attempts", DEFAULT_ATTEMPTS)
+    attempts = attempts or DEFAULT_ATTEMPTS
     low = _value("min_backoff_seconds", config.min_backoff_seconds)
     high = _value("max_backoff_seconds", config.max_backoff_seconds)
     doublings = _value("max_doublings", config.max_doublings)
@@ -140,18 +143,21 @@ def rate_options(limits: RateLimits | None, max_instances: Any) -> dict[str, Any
 
 
 def _request(event: OncefireEvent) -> CallableRequest[Any]:
-    """The CallableRequest of a task's delivery."""
+    """The CallableRequest of a task's delivery: its body must be `{"data": ...}`, as the
+    callable protocol Firebase's task functions speak requires."""
     message = event.data
-    body = message.data
-    if not isinstance(body, dict) or "data" not in body:
+    request = message.data if isinstance(message.data, dict) else {}
+    body = request.get("body")
+    if not isinstance(body, dict) or list(body) != ["data"]:
         raise PermanentError(
-            f"The task {event.id} on {message.topic} has no data: enqueue tasks with "
-            "functions.task_queue(name).enqueue(data)."
+            f"Bad Request: the body of task {message.attributes.get('task_id', event.id)} is "
+            f"{body!r}, not {{'data': ...}}: enqueue {{'data': ...}}, which firebase_admin "
+            "sends as the request's body."
         )
-    return CallableRequest(data=body["data"], raw_request=_raw_request(event, body))
+    return CallableRequest(data=body["data"], raw_request=_raw_request(event, request))
 
 
-def _raw_request(event: OncefireEvent, body: dict[str, Any]) -> Any:
+def _raw_request(event: OncefireEvent, request: dict[str, Any]) -> Any:
     """The request Cloud Tasks would send for this attempt (a flask.Request with its
     X-CloudTasks-* headers), or None when Flask is not installed."""
     try:
@@ -161,7 +167,7 @@ def _raw_request(event: OncefireEvent, body: dict[str, Any]) -> Any:
         return None
     attributes = event.data.attributes
     headers = {
-        **(body.get("headers") or {}),
+        **(request.get("headers") or {}),
         "Content-Type": "application/json",
         "X-CloudTasks-QueueName": event.function,
         "X-CloudTasks-TaskName": attributes.get("task_id", event.id),
@@ -169,7 +175,7 @@ def _raw_request(event: OncefireEvent, body: dict[str, Any]) -> Any:
         "X-CloudTasks-TaskExecutionCount": str(event.attempt - 1),
         "X-CloudTasks-TaskETA": attributes.get("eta", ""),
     }
-    sent = json.dumps({"data": body["data"]})
+    sent = json.dumps(request["body"])
     builder = EnvironBuilder(path=f"/{event.function}", method="POST", headers=headers, data=sent)
     try:
         return Request(builder.get_environ())
