@@ -1,0 +1,97 @@
+"""Task queue functions across real processes, on both stores: the Firebase-spelled
+apps/firebase/tasks_main.py, ported, under `oncefire worker --processes 2`; the rate and the
+concurrency are read from the attempts the store recorded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import ONCEFIRE, poll_until
+from firebase_port import ported
+
+from oncefire import App
+from oncefire.firebase import functions
+from oncefire.history import Attempt
+
+pytestmark = pytest.mark.e2e
+
+DEADLINE = 90.0
+
+
+@pytest.fixture
+def workers(store_url: str, tmp_path: Path) -> Iterator[App]:
+    """`oncefire worker tasks_main.py --processes 2` on the store; an App on it to look."""
+    main = ported("tasks_main.py", tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
+    env.update(ONCEFIRE_STORE=store_url, ONCEFIRE_SHUTDOWN_GRACE="5")
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [ONCEFIRE, "worker", str(main), "--processes", "2", "--concurrency", "8"],
+            env=env,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    app = App(store_url)
+    try:
+        poll_until("2 workers", lambda: log_path.read_text().count(" serving ") >= 2, DEADLINE)
+        yield app
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        app.close()
+        assert "Traceback" not in log_path.read_text(), log_path.read_text()[-3000:]
+
+
+def attempts(app: App, function: str, count: int) -> list[Attempt]:
+    """The function's `count` attempts, once they have all ended, oldest first."""
+    poll_until(
+        f"{count} attempts of {function}",
+        lambda: len(app.history.executions(function, limit=500)) >= count,
+        DEADLINE,
+    )
+    return sorted(app.history.executions(function, limit=500), key=lambda a: a.started_at)
+
+
+def test_two_processes_keep_a_task_queues_rate_and_concurrency(workers: App) -> None:
+    app = workers
+    reports = functions.task_queue("buildreport", app=app)
+    images = functions.task_queue("resizeimage", app=app)
+    for n in range(24):
+        reports.enqueue({"data": {"day": f"2026-01-{n + 1:02d}"}})
+    for n in range(8):
+        images.enqueue({"data": {"image": f"img{n}.png"}})
+
+    built = attempts(app, "buildreport", 24)
+    starts = [a.started_at for a in built]
+    # RateLimits(max_dispatches_per_second=4): in any second, at most 4 starts plus the
+    # bucket's burst of one, across both processes.
+    busiest = max(sum(1 for t in starts if s <= t < s + 1) for s in starts)
+    assert busiest <= 4 + 1, [round(t - starts[0], 2) for t in starts]
+    assert starts[-1] - starts[0] >= (24 - 1 - 1) / 4  # no faster than the rate, overall
+
+    resized = attempts(app, "resizeimage", 8)
+    # RateLimits(max_concurrent_dispatches=2): never three at once, whichever process.
+    edges = sorted(
+        [(a.started_at, 1) for a in resized] + [(a.finished_at or 0, -1) for a in resized]
+    )
+    running = most = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        running += step
+        most = max(most, running)
+    assert most <= 2, [(a.started_at, a.finished_at) for a in resized]
+    workers_seen = {a.worker.rsplit(":", 1)[0] for a in built + resized}
+    assert len(workers_seen) == 2, "the tasks ran in one process only: nothing was tested"
+    assert all(a.outcome == "succeeded" for a in built + resized)
+    assert app.db.collection("reports").document("2026-01-24").get().get("retries") == 0
