@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from report_bounded import goal_rows, soak
-from report_extra import dashboard, recovery, tables
+from report_extra import dashboard, http_functions, recovery, tables
 from report_page import (  # noqa: F401 - runner imports them from here
     CAPPED,
     DASH,
@@ -48,6 +48,7 @@ def render(results: dict[str, Any]) -> str:
     soak(page)
     dashboard(page)
     tables(page)
+    http_functions(page)
     recovery(page)
     where_time_goes(page)
     method(page, facts)

@@ -1,4 +1,4 @@
-"""The page's sections for the extra scenarios (dashboard, tables, recovery): each shown only
+"""The page's sections for the extra scenarios (dashboard, tables, recovery, http): each shown only
 when its results are in the folder, with the date and commit of the run that made them."""
 
 from __future__ import annotations
@@ -119,6 +119,52 @@ def tables(page: Page) -> None:
         )
     if rows:
         page.table(["store", "writes", "rows/s watched / unwatched", "share", "goal", "met"], rows)
+
+
+HTTP_KINDS = {
+    "on_request": "`app.on_request` (native)",
+    "https_fn.on_request": "Firebase `https_fn.on_request` (Flask request)",
+    "https_fn.on_call": "Firebase `https_fn.on_call` (callable protocol)",
+}
+
+
+def http_functions(page: Page) -> None:
+    """Section: requests per second of an HTTP function, a Firebase one and a callable."""
+    found = present(page, "http")
+    if not found:
+        return
+    page.add(
+        "## HTTP functions",
+        "",
+        "`bench/http_requests.py` (`bench/run_all --with http`): a real `oncefire run` on "
+        "loopback serving three functions that answer a small JSON body, each request "
+        "recorded as an event and an attempt in the store; client threads in the benchmark's "
+        "process send requests back to back over keep-alive connections. The client and "
+        "the server share the machine's cores (and the machine was shared with other work: "
+        "see the load), so the figures compare the three kinds more than they bound them.",
+        "",
+    )
+    rows = []
+    for store, r in found:
+        if failed(page, store, r):
+            continue
+        load = r.get("load_average") or []
+        page.add(
+            f"{LABEL[store]}: {r.get('clients')} client threads, {r.get('runs')} run(s) of "
+            f"{r.get('window')} s each; measured {when(r)}"
+            + (f"; load average {min(load):.1f}{DASH}{max(load):.1f}" if load else "")
+            + ".",
+            "",
+        )
+        for kind, what in HTTP_KINDS.items():
+            x = (r.get("results") or {}).get(kind) or {}
+            if x.get("median") is None:
+                continue
+            rows.append(
+                [LABEL[store], what, f"{x['median']:,.0f} ({x['min']:,.0f}{DASH}{x['max']:,.0f})"]
+            )
+    if rows:
+        page.table(["store", "function", f"requests/s, median (min{DASH}max)"], rows)
 
 
 def recovery(page: Page) -> None:

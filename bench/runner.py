@@ -16,7 +16,8 @@ and the page says which results come from another run than run.json's.
 The default scenarios are in bench/scenarios.py (DEFAULT); the extra ones (soak: an hour of
 steady writes with retention; dashboard: every page on a large history; tables: triggers on
 the application's own tables; recovery: crash recovery, idle CPU and wake-up of real worker
-processes) run only when named with --with or --only. RESULTS.md lists each measurement's
+processes; http: requests per second of HTTP, Firebase HTTP and callable functions) run only
+when named with --with or --only. RESULTS.md lists each measurement's
 wall time. The peers are installed into bench/.venv-peers (python -m venv, then pip, pinned
 in bench/peers/requirements.txt) on first use. Benchmarks use their own databases
 (oncefire_bench, procrastinate_bench, oncefire_growth_bench and the backlog templates, each

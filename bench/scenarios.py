@@ -2,7 +2,7 @@
 
 A scenario is measured per store (`throughput-sqlite`, `soak-postgres`) or per peer
 (`peer-celery`); each measurement is one process that writes its result as JSON. The default
-scenarios make the page; the extra ones (soak, dashboard, tables, recovery) run only when
+scenarios make the page; the extra ones (soak, dashboard, tables, recovery, http) run only when
 named (`--with` or `--only`), because they are long or measure one feature.
 """
 
@@ -15,7 +15,7 @@ from benchlib import BENCH
 
 DEFAULT: tuple[str, ...] = ("throughput", "write_path", "latency", "growth", "poison")
 DEFAULT += ("idempotency", "many_writers", "flowing", "peers")
-EXTRA = ("soak", "dashboard", "tables", "recovery")
+EXTRA = ("soak", "dashboard", "tables", "recovery", "http")
 PEERS = ("procrastinate", "celery", "celery-threads", "dramatiq", "huey", "rq")
 # The smoke run measures PostgreSQL on the scenarios whose code paths differ most by store
 # (workers, wake-ups, retries), to stay short.
@@ -68,6 +68,7 @@ SIZES: dict[str, dict[str, float]] = {
         "dashboard_repeat": 11,
         "tables_rows": 1000,
         "tables_bulk": 100_000,
+        "http_window": 10.0,
     },
     "quick": {
         "window": 2.0,
@@ -108,6 +109,7 @@ SIZES: dict[str, dict[str, float]] = {
         "dashboard_repeat": 3,
         "tables_rows": 100,
         "tables_bulk": 2000,
+        "http_window": 1.0,
     },
 }
 
@@ -198,6 +200,7 @@ def oncefire_steps(
     add("dashboard", "dashboard_pages.py", ["--store", store, *dashboard], GROWTH_TIMEOUT)
     tables = [*_arg("rows", sizes["tables_rows"]), *_arg("bulk", sizes["tables_bulk"])]
     add("tables", "tables.py", [*common, *tables])
+    add("http", "http_requests.py", [*common, *_arg("window", sizes["http_window"])])
     if store == "sqlite":  # the workers' recovery is the same code on both stores
         add("recovery", "recovery.py", ["--quick"] if quick else ["--default"])
     return plan

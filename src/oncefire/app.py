@@ -71,6 +71,7 @@ class App(Decorators, RowTriggers):
         self.runtime = Runtime(given_settings, clock or SystemClock(), app=self)
         self.routes: dict[str, Trigger] = {}
         self.body_limits: dict[str, int] = {}  # HTTP path -> most bytes of a request body
+        self.subpath_routes: set[str] = set()  # HTTP paths whose function serves below them
         self.dead_letters = DeadLetters(self.runtime)
         self.history = History(self.runtime)
         self.functions = Functions(self.runtime)

@@ -33,6 +33,7 @@ class Decorators:
 
     routes: dict[str, Trigger]
     body_limits: dict[str, int]
+    subpath_routes: set[str]
 
     def _add(self, trigger: Trigger) -> None:
         raise NotImplementedError
@@ -179,8 +180,10 @@ class Decorators:
         max_instances: int | None = None,
         max_body_bytes: int = 10 * 1024 * 1024,
         name: str | None = None,
+        subpaths: bool = False,
     ) -> Callable[[F], F]:
-        """An HTTP function served by `oncefire run`: never retried, the caller gets the error."""
+        """An HTTP function served by `oncefire run`: never retried, the caller gets the error.
+        With subpaths=True it also serves every path below path (event.params["subpath"])."""
         verbs = check_route(path, methods, max_body_bytes, self.routes)
         opts = Options(retry=False, timeout=timeout, max_instances=max_instances)
 
@@ -190,6 +193,8 @@ class Decorators:
             self._add(trigger)
             self.routes[path] = trigger
             self.body_limits[path] = max_body_bytes
+            if subpaths:
+                self.subpath_routes.add(path)
             return fn
 
         return decorator

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Scope
 
-from oncefire.errors import ClaimHeldError, PermanentError
+from oncefire.errors import ClaimHeldError, FunctionError, PermanentError
 from oncefire.events import Event
 from oncefire.httprun import Attempt, Slots, run_sync, start_attempt
 
@@ -59,6 +59,19 @@ class Request(StarletteRequest):
             return json.loads(self._body)
         except ValueError as exc:
             raise PermanentError(f"The request body is not valid JSON: {exc}.") from None
+
+
+class ErrorResponse(FunctionError):
+    """Raised by an HTTP function to answer with `response` while its attempt is recorded as
+    failed; a protocol that shapes its own errors (Firebase's callable functions) uses it."""
+
+    def __init__(self, response: Response, message: str) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+class PermanentErrorResponse(ErrorResponse, PermanentError):
+    """An ErrorResponse for the caller's mistake: the attempt is recorded as permanent."""
 
 
 def idempotency_key(event: Event) -> str:
@@ -127,13 +140,14 @@ class Endpoints:
             time.sleep(0.05)
         return self.in_threads.taken
 
-    def route(self, trigger: Trigger) -> Route:
-        """The Starlette route of one HTTP function."""
+    def route(self, trigger: Trigger, below: bool = False) -> Route:
+        """The Starlette route of one HTTP function (below: of the paths under its own)."""
 
         async def endpoint(request: StarletteRequest) -> Response:
             return await self.serve(trigger, request)
 
-        return Route(trigger.source, endpoint, methods=list(trigger.event_types))
+        path = trigger.source.rstrip("/") + "/{subpath:path}" if below else trigger.source
+        return Route(path, endpoint, methods=list(trigger.event_types))
 
     async def serve(self, trigger: Trigger, request: StarletteRequest) -> Response:
         """Run one request through the function and answer it."""
@@ -195,6 +209,8 @@ class Endpoints:
             return error(504, "timeout", f"The function ran past {timeout:g} s.", event_id=event_id)
         except Exception as exc:
             ending = await asyncio.to_thread(attempt.failed, exc)
+            if isinstance(exc, ErrorResponse):
+                return exc.response
             if isinstance(exc, ClaimHeldError):
                 wait = max(1, round(exc.delay or RETRY_AFTER_SECONDS))
                 return error(
@@ -243,6 +259,9 @@ def build_asgi(app: App, mounts: Sequence[BaseRoute] = ()) -> Starlette:
     (e.g. `Mount("/_oncefire", dashboard)`)."""
     endpoints = Endpoints(app)
     routes: list[BaseRoute] = [*mounts, *(endpoints.route(t) for t in app.routes.values())]
+    # After every exact path, the longest prefix first: /a/b's own function wins over /a's.
+    for path in sorted(app.subpath_routes, key=len, reverse=True):
+        routes.append(endpoints.route(app.routes[path], below=True))
     handlers: dict[Any, Callable[..., Any]] = {HTTPException: _http_error}
     asgi = Starlette(routes=routes, exception_handlers=handlers)
     asgi.state.endpoints = endpoints  # the server closes its thread pool when it stops

@@ -57,6 +57,11 @@ class Settings:
     """How long the hour buckets of statistics (stats, dashboard, cost) are kept."""
     purge_batch: int = 100
     """Most rows one retention batch deletes: one short write transaction each."""
+    project_id: str = ""
+    """The Firebase project id a ported module sees (`params.PROJECT_ID`, `.env.<project>`)."""
+    auth_verifier: str = ""
+    """`module:function` or `path/file.py:function` checking callable functions' tokens, for
+    a ported module that does not call `oncefire.firebase.set_auth_verifier` itself."""
     storage_dir: str = ""
     """The folder of oncefire.firebase's storage buckets' objects. Empty: `<file>-storage`
     beside a SQLite store's file, `oncefire-storage` in the working folder for PostgreSQL

@@ -114,6 +114,7 @@ FIREBASE_PRINTS: dict[str, list[str]] = {
         "Uppercasing <id>: hello",
         "{'original': 'hello', 'uppercase': 'HELLO'}",
     ],
+    "Callable functions 1": ["ada"],  # the shared-secret verifier recipe
 }
 
 

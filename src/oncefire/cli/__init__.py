@@ -11,6 +11,7 @@ from oncefire.cli.data import doc, print_stats, publish, stats
 from oncefire.cli.demo import demo
 from oncefire.cli.dlq import dlq
 from oncefire.cli.functions import functions
+from oncefire.cli.port import port
 from oncefire.cli.purge import purge
 from oncefire.cli.serve import drain, migrate, run, unwatch, worker
 
@@ -46,5 +47,6 @@ for command in (
     events,
     functions,
     purge,
+    port,
 ):
     main.add_command(command)

@@ -1,7 +1,7 @@
-"""Firebase Cloud Functions' Python names over oncefire: porting a main.py is changing imports.
+"""Firebase Cloud Functions' Python names over oncefire: porting a main.py is `oncefire port`.
 
     from oncefire.firebase import firestore_fn, https_fn, pubsub_fn, scheduler_fn, options
-    from oncefire.firebase import initialize_app, firestore
+    from oncefire.firebase import initialize_app, firestore, params, logger
 
 Functions declared with these decorators register on one implicit default App (its store
 from `--store` or $ONCEFIRE_STORE), which `oncefire worker main.py` and `oncefire run main.py`
@@ -9,6 +9,7 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    credentials,
     eventarc,
     eventarc_fn,
     exceptions,
@@ -16,28 +17,37 @@ from oncefire.firebase import (
     firestore_fn,
     functions,
     https_fn,
+    logger,
     options,
+    params,
     pubsub_fn,
     scheduler_fn,
     storage,
     storage_fn,
     tasks_fn,
 )
-from oncefire.firebase.defaults import default_app, initialize_app
+from oncefire.firebase.callables import set_auth_verifier
+from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
+    "credentials",
     "default_app",
+    "delete_app",
     "eventarc",
     "eventarc_fn",
     "exceptions",
     "firestore",
     "firestore_fn",
     "functions",
+    "get_app",
     "https_fn",
     "initialize_app",
+    "logger",
     "options",
+    "params",
     "pubsub_fn",
     "scheduler_fn",
+    "set_auth_verifier",
     "storage",
     "storage_fn",
     "tasks_fn",

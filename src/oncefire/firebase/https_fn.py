@@ -1,160 +1,135 @@
-"""HTTP functions with Firebase's names: `@https_fn.on_request()` served at `/<function name>`.
+"""HTTP and callable functions with Firebase's names, served by `oncefire run` at `/<name>`.
 
-The function receives a Flask-style `Request` (`args`, `headers`, `method`, `path`, `data`,
-`get_json()`, `form`) and returns an `https_fn.Response`, a str, a dict or list (JSON).
-Served by `oncefire run`; see docs/triggers.md for errors and limits.
+`@https_fn.on_request()`: the function receives a `flask.Request` (`https_fn.Request`) and
+runs inside a Flask request and application context, so `flask.jsonify`, `flask.request` and
+a whole Flask app dispatched from inside it work; it returns whatever Flask's `make_response`
+takes. `/<name>` and every path below it reach it; `request.path` is the part below it.
+`@https_fn.on_call()`: the callable protocol (see `callables`). `cors=` answers preflights
+without running the function. Needs Flask: `pip install 'oncefire[firebase]'`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-from urllib.parse import parse_qsl
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from starlette.datastructures import Headers, ImmutableMultiDict, QueryParams
-from starlette.responses import Response as StarletteResponse
-
-from oncefire.errors import ConfigError, PermanentError
 from oncefire.events import Event as OncefireEvent
+from oncefire.firebase import cors as cors_policy
+from oncefire.firebase import flask_bridge
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import adapt
+from oncefire.firebase.callables import (
+    AppCheckData,
+    AuthData,
+    CallableRequest,
+    FunctionsErrorCode,
+    HttpsError,
+    handle,
+    load_configured_verifier,
+)
 from oncefire.firebase.defaults import default_app
-from oncefire.http import Request as HttpRequest
 
-__all__ = ["Request", "Response", "on_call", "on_request"]
+if TYPE_CHECKING:
+    from flask import Request, Response
+    from starlette.responses import Response as StarletteResponse
+    from werkzeug.wrappers import Response as WerkzeugResponse
+
+__all__ = [
+    "AppCheckData",
+    "AuthData",
+    "CallableRequest",
+    "FunctionsErrorCode",
+    "HttpsError",
+    "Request",
+    "Response",
+    "on_call",
+    "on_request",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 ALLOWED = frozenset({"timeout_sec", "max_instances"})
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-class Request:
-    """A request shaped like Flask's (what Firebase's `https_fn.Request` is)."""
-
-    def __init__(self, request: HttpRequest) -> None:
-        self._request = request
-
-    @property
-    def method(self) -> str:
-        """The HTTP method."""
-        return self._request.method
-
-    @property
-    def path(self) -> str:
-        """The URL path."""
-        return self._request.url.path
-
-    @property
-    def url(self) -> str:
-        """The full URL."""
-        return str(self._request.url)
-
-    @property
-    def args(self) -> QueryParams:
-        """The query string's parameters (`.get(name)`, `.getlist(name)`)."""
-        return self._request.query_params
-
-    @property
-    def headers(self) -> Headers:
-        """The headers (case-insensitive `.get(name)`)."""
-        return self._request.headers
-
-    @property
-    def cookies(self) -> Mapping[str, str]:
-        """The cookies."""
-        return self._request.cookies
-
-    @property
-    def remote_addr(self) -> str | None:
-        """The client's address."""
-        return self._request.client.host if self._request.client else None
-
-    @property
-    def content_type(self) -> str | None:
-        """The Content-Type header."""
-        return self._request.headers.get("content-type")
-
-    @property
-    def is_json(self) -> bool:
-        """Whether the body is declared as JSON (application/json or */*+json)."""
-        mimetype = (self.content_type or "").split(";")[0].strip().lower()
-        return mimetype == "application/json" or mimetype.endswith("+json")
-
-    @property
-    def data(self) -> bytes:
-        """The body."""
-        return self._request.content
-
-    def get_data(self, as_text: bool = False) -> bytes | str:
-        """The body, as bytes or (as_text) text."""
-        return self.data.decode() if as_text else self.data
-
-    def get_json(self, force: bool = False, silent: bool = False) -> Any:
-        """The JSON body; None with silent=True when it is not JSON, else a 400."""
-        if not (force or self.is_json):
-            if silent:
-                return None
-            raise PermanentError("The request's Content-Type is not application/json.")
-        try:
-            return json.loads(self.data)
-        except ValueError:
-            if silent:
-                return None
-            raise PermanentError("The request body is not valid JSON.") from None
-
-    @property
-    def json(self) -> Any:
-        """get_json()."""
-        return self.get_json()
-
-    @property
-    def form(self) -> ImmutableMultiDict[str, str]:
-        """The fields of a url-encoded form body."""
-        if not (self.content_type or "").startswith("application/x-www-form-urlencoded"):
-            return ImmutableMultiDict()
-        return ImmutableMultiDict(parse_qsl(self.data.decode(), keep_blank_values=True))
-
-
-class Response(StarletteResponse):
-    """A response shaped like Flask's: `Response("text", status=400, mimetype=...)`."""
-
-    def __init__(
-        self,
-        response: str | bytes | None = None,
-        status: int | None = None,
-        headers: Mapping[str, str] | None = None,
-        mimetype: str | None = None,
-        content_type: str | None = None,
-    ) -> None:
-        super().__init__(
-            response or b"",
-            status or 200,
-            dict(headers or {}),
-            content_type or mimetype or "text/html",
-        )
+def __getattr__(name: str) -> Any:
+    """`Request` and `Response` are Flask's, imported when first named."""
+    if name in ("Request", "Response"):
+        return getattr(flask_bridge.require_flask(f"https_fn.{name}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def on_request(**options: Any) -> Callable[[F], F]:
-    """Serve the function at /<its name> for every method, as Firebase does."""
+    """Serve the function at /<its name> and every path below it, for every method."""
+    flask = flask_bridge.require_flask("https_fn.on_request")
+    policy = cors_policy.policy(options.pop("cors", None))
     opts = firebase_options.translate("https_fn.on_request", options, allowed=ALLOWED)
     app = default_app()
 
     def decorator(fn: F) -> F:
-        def convert(event: OncefireEvent) -> Request:
-            return Request(event.data)
+        root = f"/{fn.__name__}"
 
-        app.on_request(f"/{fn.__name__}", methods=METHODS, name=fn.__name__, **opts)(
-            adapt(fn, convert)
-        )
+        def respond(request: Request) -> WerkzeugResponse:
+            if policy is not None and request.method == "OPTIONS":
+                return policy.preflight(request)
+            try:
+                response: WerkzeugResponse = flask.make_response(flask_bridge.call(fn, request))
+            except flask_bridge.http_exception() as exc:  # flask.abort(...), a bad JSON body
+                response = exc.get_response(request.environ)
+            if policy is not None:
+                policy.decorate(request, response)
+            return response
+
+        def run(event: OncefireEvent) -> StarletteResponse:
+            return flask_bridge.serve(event, root, respond)
+
+        _register(app, run, fn, root, subpaths=True, opts=opts)
         return fn
 
     return decorator
 
 
 def on_call(**options: Any) -> Callable[[F], F]:
-    """Firebase's callable functions speak a client SDK's protocol, which oncefire does not."""
-    raise ConfigError(
-        "https_fn.on_call is not supported: callable functions need Firebase's client SDK. "
-        "Use https_fn.on_request and read request.get_json() instead."
-    )
+    """Serve the function at /<its name> as a callable function (the client SDKs' protocol);
+    every origin may call it unless cors= names some."""
+    flask_bridge.require_flask("https_fn.on_call")
+    given = options.pop("cors", None)
+    policy = cors_policy.policy(given if given is not None else True, default_methods=["POST"])
+    assert policy is not None  # cors=False still lets a callable take its own preflights
+    opts = firebase_options.translate("https_fn.on_call", options, allowed=ALLOWED)
+    app = default_app()
+    load_configured_verifier(app.settings.auth_verifier)
+
+    def decorator(fn: F) -> F:
+        root = f"/{fn.__name__}"
+
+        def respond(request: Request) -> WerkzeugResponse:
+            if request.method == "OPTIONS":
+                return policy.preflight(request)
+            try:
+                response = handle(fn, request)
+            except flask_bridge.Answered as answered:
+                policy.decorate(request, answered.response)
+                raise
+            policy.decorate(request, response)
+            return response
+
+        def run(event: OncefireEvent) -> StarletteResponse:
+            return flask_bridge.serve(event, root, respond)
+
+        _register(app, run, fn, root, subpaths=False, opts=opts)
+        return fn
+
+    return decorator
+
+
+def _register(
+    app: Any,
+    run: Callable[[OncefireEvent], Any],
+    fn: Callable[..., Any],
+    root: str,
+    *,
+    subpaths: bool,
+    opts: dict[str, Any],
+) -> None:
+    run.__name__ = run.__qualname__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    app.on_request(root, methods=METHODS, name=fn.__name__, subpaths=subpaths, **opts)(run)

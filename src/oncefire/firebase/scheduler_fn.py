@@ -19,6 +19,7 @@ from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import adapt
 from oncefire.firebase.defaults import default_app
+from oncefire.firebase.options import Timezone  # zoneinfo.ZoneInfo, as Firebase's
 
 __all__ = ["ScheduledEvent", "Timezone", "on_schedule"]
 
@@ -31,12 +32,6 @@ _WEEKDAYS = {
         ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
     )
 }
-
-
-class Timezone(str):
-    """An IANA time zone name, as Firebase's `scheduler_fn.Timezone("America/New_York")`."""
-
-    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -70,7 +65,9 @@ def _convert(event: OncefireEvent) -> ScheduledEvent:
     return ScheduledEvent(job_name=event.function, schedule_time=when)
 
 
-def on_schedule(*, schedule: str, timezone: str | None = None, **options: Any) -> Callable[[F], F]:
+def on_schedule(
+    *, schedule: str, timezone: str | Timezone | None = None, **options: Any
+) -> Callable[[F], F]:
     """Run the function on a schedule, in timezone (UTC when none is given)."""
     opts = firebase_options.event_options("scheduler_fn.on_schedule", options)
     spec = to_oncefire_schedule(schedule)
