@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import flask
 import pytest
 
 from oncefire import App, ConfigError
-from oncefire.firebase import exceptions, functions, options, tasks_fn
+from oncefire.firebase import exceptions, functions, options, queue_options, tasks_fn
 from oncefire.firebase.defaults import set_default_app
 from oncefire.firebase.functions import TaskOptions
 from oncefire.testing import TestClock
@@ -89,12 +90,13 @@ def test_max_retry_seconds_keeps_retrying_until_both_limits_are_passed() -> None
     config = options.RetryConfig(
         max_attempts=2, max_retry_seconds=100, min_backoff_seconds=10, max_backoff_seconds=30
     )
-    policy = tasks_fn.retry_policy(config)
+    policy = queue_options.retry_policy(config)
     # Attempts at 0, 10, 30, 60, 90, 120: the first past 100 s after the first is the last.
     assert policy.max_attempts == 6
-    assert tasks_fn.retry_policy(options.RetryConfig()) == tasks_fn.retry_policy(None)
-    assert tasks_fn.retry_policy(None).max_attempts == 3
-    assert tasks_fn.retry_policy(options.RetryConfig(max_attempts=0)).max_attempts == 3  # unset
+    assert queue_options.retry_policy(options.RetryConfig()) == queue_options.retry_policy(None)
+    assert queue_options.retry_policy(None).max_attempts == 3
+    unset = options.RetryConfig(max_attempts=0)  # as Cloud Tasks reads 0
+    assert queue_options.retry_policy(unset).max_attempts == 3
 
 
 def test_a_task_id_is_used_once_until_an_hour_after_its_task_ended(
@@ -169,6 +171,7 @@ def test_the_function_gets_cloud_tasks_headers_and_the_retry_count(
         raw = req.raw_request
         seen.append({k: v for k, v in raw.headers.items() if k.lower().startswith("x-")})
         assert raw.get_json() == {"data": [1]} and req.data == [1]
+        assert flask.request.headers["X-CloudTasks-TaskName"] == "h1"  # in a request context
         if len(seen) == 1:
             raise RuntimeError("again")
 
@@ -272,4 +275,4 @@ def test_bad_task_options_are_refused_as_firebase_admin_does(
 )
 def test_bad_retry_configs_are_refused_at_registration(config: options.RetryConfig) -> None:
     with pytest.raises(ConfigError, match=r"\.$"):
-        tasks_fn.retry_policy(config)
+        queue_options.retry_policy(config)

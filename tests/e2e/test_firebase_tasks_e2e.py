@@ -1,6 +1,7 @@
 """Task queue functions across real processes, on both stores: the Firebase-spelled
-apps/firebase/tasks_main.py, ported, under `oncefire worker --processes 2`; the rate and the
-concurrency are read from the attempts the store recorded."""
+apps/firebase/tasks_main.py, ported, under `oncefire worker --processes 2` (the rate and the
+concurrency read from the attempts the store recorded) and `oncefire run` (enqueued over HTTP,
+and the task function served at its own path)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from cli_support import ONCEFIRE, poll_until
-from firebase_port import ported
+from test_firebase_http import ported, serve  # noqa: F401 - serve: the fixture, by its name
 
 from oncefire import App
 from oncefire.firebase import functions
@@ -95,3 +97,40 @@ def test_two_processes_keep_a_task_queues_rate_and_concurrency(workers: App) -> 
     assert len(workers_seen) == 2, "the tasks ran in one process only: nothing was tested"
     assert all(a.outcome == "succeeded" for a in built + resized)
     assert app.db.collection("reports").document("2026-01-24").get().get("retries") == 0
+
+
+def test_oncefire_run_enqueues_over_http_and_serves_the_task_function_at_its_path(  # type: ignore[no-untyped-def]
+    serve,  # noqa: F811 - the fixture imported above
+    store_url: str,
+) -> None:
+    base = serve("tasks_main.py").base
+    enqueued = httpx.get(f"{base}/backfillreports", params={"from": "2026-02-01", "days": 3})
+    assert (enqueued.status_code, enqueued.text) == (200, "Enqueued 3 tasks")
+    again = httpx.get(f"{base}/backfillreports", params={"from": "2026-02-01", "days": 3})
+    assert again.status_code == 500  # the task ids are in use: AlreadyExistsError
+    assert again.json()["type"] == "AlreadyExistsError"
+    app = App(store_url)
+    reports = app.db.collection("reports")
+    poll_until("3 reports built by the workers", lambda: len(reports.get()) == 3, DEADLINE)
+    assert reports.document("2026-02-03").get().to_dict() == {
+        "day": "2026-02-03",
+        "retries": 0,
+        "queue": "buildreport",
+    }
+    # Firebase's way to test a task function: POST the task's body to it.
+    called = httpx.post(f"{base}/buildreport", json={"data": {"day": "2026-03-01"}}, timeout=30)
+    assert (called.status_code, called.json()) == (200, {"result": None})
+    assert reports.document("2026-03-01").get().get("queue") == "called over HTTP"
+    failed = httpx.post(
+        f"{base}/buildreport", json={"data": {"day": "x", "failures": 1}}, timeout=30
+    )
+    assert (failed.status_code, failed.json()) == (
+        500,
+        {"error": {"status": "INTERNAL", "message": "INTERNAL"}},
+    )
+    bad = httpx.post(f"{base}/buildreport", json={"day": "x"}, timeout=30)
+    assert (bad.status_code, bad.json()["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    assert httpx.get(f"{base}/buildreport", timeout=30).status_code == 405
+    outcomes = app.stats()["buildreport.http"].outcomes
+    app.close()
+    assert outcomes == {"succeeded": 1, "failed": 1, "permanent": 1}, outcomes

@@ -20,7 +20,7 @@ from typing import Any
 from oncefire import codec, usage
 from oncefire.errors import ConfigError
 from oncefire.events import CURRENT_EVENT, EventType
-from oncefire.firebase import tasks_fn
+from oncefire.firebase import queue_options, tasks_fn
 from oncefire.firebase.defaults import current_app
 from oncefire.firebase.exceptions import AlreadyExistsError, NotFoundError
 from oncefire.messages import message_payload
@@ -147,7 +147,7 @@ class TaskQueue:
         window = (
             trigger.options.redelivery_window()
             if trigger is not None
-            else tasks_fn.retry_policy(None).window()
+            else queue_options.retry_policy(None).window()
         )
         kept = delay + window + KEPT_AFTER_END
         running = CURRENT_EVENT.get()

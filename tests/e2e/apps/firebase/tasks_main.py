@@ -23,8 +23,9 @@ def buildreport(req: tasks_fn.CallableRequest) -> None:
     retries = int(req.raw_request.headers.get("X-CloudTasks-TaskRetryCount", "0"))
     if retries < req.data.get("failures", 0):
         raise RuntimeError(f"the report of {day} is not ready yet")
+    queue = req.raw_request.headers.get("X-CloudTasks-QueueName", "called over HTTP")
     firestore.client().collection("reports").document(day).set(
-        {"day": day, "retries": retries, "queue": req.raw_request.headers["X-CloudTasks-QueueName"]}
+        {"day": day, "retries": retries, "queue": queue}
     )
 
 
