@@ -13,7 +13,7 @@ import pytest
 
 from oncefire import App, ConfigError
 from oncefire.errors import StoreUnavailableError
-from oncefire.firebase import storage, storage_fn
+from oncefire.firebase import defaults, delete_app, initialize_app, params, storage, storage_fn
 from oncefire.firebase.defaults import set_default_app
 from oncefire.firebase.local_bucket import StorageError, rfc3339, storage_dir
 from oncefire.firebase.storage_fn import CloudEvent, StorageObjectData
@@ -274,3 +274,25 @@ def test_storage_writes_refuse_to_join_a_document_transaction(default_app: App) 
 def test_bad_object_names_are_refused(default_app: App, name: str) -> None:
     with pytest.raises(ConfigError):
         storage.bucket("photos").blob(name)
+
+
+def test_the_default_bucket_is_the_firebase_apps_as_firebase_finds_it(
+    default_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("STORAGE_BUCKET", "GCLOUD_PROJECT", "ONCEFIRE_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(params, "_app_project", "")
+    monkeypatch.setattr(defaults, "_firebase_apps", {})  # no initialize_app() of other tests
+    with pytest.raises(ConfigError, match="Storage bucket name not specified"):
+        storage.bucket()
+    monkeypatch.setattr(params, "_app_project", "shop")
+    assert storage.bucket().name == "shop.appspot.com"
+    monkeypatch.setenv("STORAGE_BUCKET", "env-bucket")
+    named = initialize_app(options={"storageBucket": "named-bucket"}, name="named")
+    try:
+        assert storage.bucket().name == "env-bucket"
+        assert storage.bucket(app=named).name == "named-bucket"
+        storage_fn.on_object_finalized()(print)
+        assert default_app.triggers["print"].source == "firebase.storage.env-bucket"
+    finally:
+        delete_app(named)

@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from oncefire.errors import ConfigError
-from oncefire.firebase.defaults import current_app
+from oncefire.firebase import defaults, params
+from oncefire.firebase.defaults import FirebaseApp, current_app
 from oncefire.firebase.exceptions import NotFoundError
 from oncefire.firebase.local_bucket import LocalBucket, PreconditionFailedError, check_name
 
@@ -35,19 +36,25 @@ PATCHED = {
 
 
 def default_bucket_name(app: Any = None) -> str:
-    """The default bucket: the app's storageBucket option, else $STORAGE_BUCKET, else
-    `<project>.appspot.com` as Firebase names it."""
-    options = getattr(app, "options", None)
-    named = options.get("storageBucket") if options is not None else None
-    if named:
-        return str(named)
-    project = os.environ.get("GCLOUD_PROJECT") or os.environ.get("ONCEFIRE_PROJECT_ID")
-    return os.environ.get("STORAGE_BUCKET") or f"{project or 'oncefire'}.appspot.com"
+    """The default bucket, as Firebase finds it: the storageBucket option of the Firebase app
+    (of initialize_app(), by default), else params.STORAGE_BUCKET ($STORAGE_BUCKET, else
+    `<project id>.appspot.com`); ConfigError when there is none."""
+    if not isinstance(app, FirebaseApp):
+        app = defaults.firebase_app()
+    named = app.options.get("storageBucket") if app is not None else params.STORAGE_BUCKET.value
+    if not named:
+        raise ConfigError(
+            "Storage bucket name not specified: name the bucket, or set the storageBucket "
+            "option of initialize_app(), $STORAGE_BUCKET or the project id "
+            "(ONCEFIRE_PROJECT_ID) whose <project>.appspot.com is the default bucket."
+        )
+    return str(named)
 
 
 def bucket(name: str | None = None, app: Any = None) -> Bucket:
-    """A handle to a local bucket (the default bucket when name is None); makes no call."""
-    runtime = current_app() if app is None or not hasattr(app, "db") else app
+    """A handle to a local bucket (the default bucket when name is None); makes no call. app
+    is a Firebase app (initialize_app's) or an oncefire App; None: the running one."""
+    runtime = current_app() if app is None or isinstance(app, FirebaseApp) else app
     return Bucket(runtime, name if name is not None else default_bucket_name(app))
 
 

@@ -17,6 +17,7 @@ from oncefire.firebase import local_bucket
 from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import CloudEvent, adapt
 from oncefire.firebase.defaults import default_app
+from oncefire.firebase.params import resolve
 from oncefire.firebase.storage import default_bucket_name
 
 __all__ = [
@@ -122,8 +123,7 @@ def _convert(event: OncefireEvent) -> CloudEvent[StorageObjectData]:
 
 
 def _trigger(kind: str, where: str, options: dict[str, Any]) -> Callable[[F], F]:
-    given = options.pop("bucket", None)
-    given = getattr(given, "value", given)  # a param (params.STORAGE_BUCKET) gives its value
+    given = resolve(options.pop("bucket", None))  # a param gives its value
     name = local_bucket.check_bucket(given if given is not None else default_bucket_name())
     opts = firebase_options.event_options(where, options)
     app = default_app()
