@@ -85,9 +85,7 @@ def test_an_event_its_filters_do_not_match_makes_no_delivery_for_it(
     firebase = eventarc.Channel("projects/p/locations/us-central1/channels/firebase")
     firebase.publish(
         [
-            eventarc.CloudEvent(
-                type="com.shop.order.v1.created", source="/shop", extensions={"region": "us"}
-            ),
+            eventarc.CloudEvent(type="com.shop.order.v1.created", source="/shop", region="us"),
             eventarc.CloudEvent(type="com.shop.order.v1.created", source="/elsewhere"),
             eventarc.CloudEvent(type="com.shop.order.v1.deleted", source="/shop"),
         ]

@@ -5,16 +5,14 @@ and the task function served at its own path)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE, poll_until
-from test_firebase_http import ported, serve  # noqa: F401 - serve: the fixture, by its name
+from cli_support import poll_until
+from firebase_workers import DEADLINE, firebase_workers
+from test_firebase_http import serve  # noqa: F401 - the fixture, by its name
 
 from oncefire import App
 from oncefire.firebase import functions
@@ -22,38 +20,12 @@ from oncefire.history import Attempt
 
 pytestmark = pytest.mark.e2e
 
-DEADLINE = 90.0
-
 
 @pytest.fixture
 def workers(store_url: str, tmp_path: Path) -> Iterator[App]:
     """`oncefire worker tasks_main.py --processes 2` on the store; an App on it to look."""
-    main = ported("tasks_main.py", tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
-    env.update(ONCEFIRE_STORE=store_url, ONCEFIRE_SHUTDOWN_GRACE="5")
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [ONCEFIRE, "worker", str(main), "--processes", "2", "--concurrency", "8"],
-            env=env,
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    app = App(store_url)
-    try:
-        poll_until("2 workers", lambda: log_path.read_text().count(" serving ") >= 2, DEADLINE)
+    with firebase_workers("tasks_main.py", store_url, tmp_path) as app:
         yield app
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        app.close()
-        assert "Traceback" not in log_path.read_text(), log_path.read_text()[-3000:]
 
 
 def attempts(app: App, function: str, count: int) -> list[Attempt]:

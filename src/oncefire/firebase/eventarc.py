@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -52,20 +51,31 @@ def topic_of(channel_name: str | None) -> str:
     return f"{TOPIC_PREFIX}{match.group(1)}.{match.group(2)}"
 
 
-@dataclass
 class CloudEvent:
     """A custom event to publish: `type` and `source` are required; `id` and `time` are set
-    when published if left out; extension attributes go in `extensions` (or as keywords)."""
+    when published if left out; extension attributes are keywords (`region="eu"`) or
+    `extensions={...}`, as the Admin SDK takes them beside the others."""
 
-    type: str
-    source: str
-    data: Any = None
-    subject: str | None = None
-    id: str | None = None
-    time: datetime | str | None = None
-    datacontenttype: str | None = None
-    specversion: str = "1.0"
-    extensions: dict[str, str] = field(default_factory=dict)
+    def __init__(
+        self,
+        type: str,
+        source: str,
+        data: Any = None,
+        subject: str | None = None,
+        id: str | None = None,
+        time: datetime | str | None = None,
+        datacontenttype: str | None = None,
+        specversion: str = "1.0",
+        extensions: dict[str, str] | None = None,
+        **attributes: str,
+    ) -> None:
+        self.type, self.source, self.data, self.subject = type, source, data, subject
+        self.id, self.time, self.datacontenttype = id, time, datacontenttype
+        self.specversion = specversion
+        self.extensions = {**(extensions or {}), **attributes}
+
+    def __repr__(self) -> str:
+        return f"CloudEvent(type={self.type!r}, source={self.source!r}, id={self.id!r})"
 
 
 def attributes_of(event: Any, now: float) -> tuple[dict[str, str], Any]:
