@@ -15,8 +15,9 @@ from oncefire import App, ConfigError
 from oncefire.errors import StoreUnavailableError
 from oncefire.firebase import defaults, delete_app, initialize_app, params, storage, storage_fn
 from oncefire.firebase.defaults import set_default_app
-from oncefire.firebase.local_bucket import StorageError, rfc3339, storage_dir
+from oncefire.firebase.local_bucket import StorageError
 from oncefire.firebase.storage_fn import CloudEvent, StorageObjectData
+from oncefire.firebase.storage_names import rfc3339, storage_dir
 from oncefire.testing import TestClock, fail_store_calls
 
 Seen = list[tuple[str, CloudEvent[StorageObjectData]]]

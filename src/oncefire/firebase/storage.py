@@ -1,6 +1,6 @@
 """firebase_admin.storage: `bucket(name)` returns a local bucket with google-cloud-storage's
 `Bucket` and `Blob` methods, whose uploads, deletes and metadata changes fire `storage_fn`'s
-functions (see local_bucket for where objects are kept and how their events commit).
+functions (see local_bucket for how their events commit, storage_names for where objects are).
 
     blob = storage.bucket().blob("photos/a.jpg")
     blob.upload_from_filename("a.jpg")            # on_object_finalized fires, once
@@ -19,7 +19,8 @@ from oncefire.errors import ConfigError
 from oncefire.firebase import defaults, params
 from oncefire.firebase.defaults import FirebaseApp, current_app
 from oncefire.firebase.exceptions import NotFoundError
-from oncefire.firebase.local_bucket import LocalBucket, PreconditionFailedError, check_name
+from oncefire.firebase.local_bucket import LocalBucket, PreconditionFailedError
+from oncefire.firebase.storage_names import check_name
 
 __all__ = ["Blob", "Bucket", "NotFoundError", "PreconditionFailedError", "bucket"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from oncefire.events import Event as OncefireEvent
-from oncefire.firebase import local_bucket
 from oncefire.firebase import options as firebase_options
+from oncefire.firebase import storage_names
 from oncefire.firebase.cloudevent import CloudEvent, adapt
 from oncefire.firebase.defaults import default_app
 from oncefire.firebase.params import resolve
@@ -32,10 +32,10 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 EVENT_TYPES = {
-    local_bucket.FINALIZE: "google.cloud.storage.object.v1.finalized",
-    local_bucket.DELETE: "google.cloud.storage.object.v1.deleted",
-    local_bucket.ARCHIVE: "google.cloud.storage.object.v1.archived",
-    local_bucket.METADATA_UPDATE: "google.cloud.storage.object.v1.metadataUpdated",
+    storage_names.FINALIZE: "google.cloud.storage.object.v1.finalized",
+    storage_names.DELETE: "google.cloud.storage.object.v1.deleted",
+    storage_names.ARCHIVE: "google.cloud.storage.object.v1.archived",
+    storage_names.METADATA_UPDATE: "google.cloud.storage.object.v1.metadataUpdated",
 }
 
 
@@ -124,12 +124,12 @@ def _convert(event: OncefireEvent) -> CloudEvent[StorageObjectData]:
 
 def _trigger(kind: str, where: str, options: dict[str, Any]) -> Callable[[F], F]:
     given = resolve(options.pop("bucket", None))  # a param gives its value
-    name = local_bucket.check_bucket(given if given is not None else default_bucket_name())
+    name = storage_names.check_bucket(given if given is not None else default_bucket_name())
     opts = firebase_options.event_options(where, options)
     app = default_app()
 
     def decorator(fn: F) -> F:
-        topic = local_bucket.topic_of(name)
+        topic = storage_names.topic_of(name)
         filtered = {"eventType": kind}
         app.on_message(topic, attributes=filtered, name=fn.__name__, **opts)(adapt(fn, _convert))
         return fn
@@ -139,21 +139,21 @@ def _trigger(kind: str, where: str, options: dict[str, Any]) -> Callable[[F], F]
 
 def on_object_finalized(**options: Any) -> Callable[[F], F]:
     """Run the function when an object is created (or a new generation of one uploaded)."""
-    return _trigger(local_bucket.FINALIZE, "storage_fn.on_object_finalized", options)
+    return _trigger(storage_names.FINALIZE, "storage_fn.on_object_finalized", options)
 
 
 def on_object_deleted(**options: Any) -> Callable[[F], F]:
     """Run the function when an object is deleted, or replaced in a bucket without
     versioning."""
-    return _trigger(local_bucket.DELETE, "storage_fn.on_object_deleted", options)
+    return _trigger(storage_names.DELETE, "storage_fn.on_object_deleted", options)
 
 
 def on_object_archived(**options: Any) -> Callable[[F], F]:
     """Run the function when a versioned bucket's live object becomes an archived generation
     (replaced or deleted)."""
-    return _trigger(local_bucket.ARCHIVE, "storage_fn.on_object_archived", options)
+    return _trigger(storage_names.ARCHIVE, "storage_fn.on_object_archived", options)
 
 
 def on_object_metadata_updated(**options: Any) -> Callable[[F], F]:
     """Run the function when an object's metadata changes."""
-    return _trigger(local_bucket.METADATA_UPDATE, "storage_fn.on_object_metadata_updated", options)
+    return _trigger(storage_names.METADATA_UPDATE, "storage_fn.on_object_metadata_updated", options)
