@@ -106,6 +106,25 @@ def test_a_failed_commit_fires_nothing_and_leaves_no_metadata_nor_file(
     assert files(default_app) == []
 
 
+def test_a_failed_delete_or_patch_changes_nothing_and_fires_nothing(
+    default_app: App, seen: Seen
+) -> None:
+    blob = storage.bucket("photos").blob("a.txt")
+    blob.upload_from_string("x")
+    default_app.drain()
+    seen.clear()
+    with fail_store_calls(default_app, "write"), pytest.raises(StoreUnavailableError):
+        blob.delete()
+    blob.metadata = {"k": "v"}
+    with fail_store_calls(default_app, "write"), pytest.raises(StoreUnavailableError):
+        blob.patch()
+    default_app.drain()
+    assert seen == []
+    again = storage.bucket("photos").get_blob("a.txt")
+    assert again is not None and again.metadata is None and again.metageneration == 1
+    assert again.download_as_text() == "x" and len(files(default_app)) == 1
+
+
 def test_a_failed_file_write_fires_nothing_and_leaves_no_metadata(
     store_url: str, clock: TestClock, tmp_path: Path
 ) -> None:
