@@ -60,7 +60,7 @@ def test_a_failing_task_is_retried_on_cloud_tasks_waits_then_dead_lettered(
 ) -> None:
     attempts: list[float] = []
     config = options.RetryConfig(
-        max_attempts=6, min_backoff_seconds=10, max_backoff_seconds=70, max_doublings=2
+        max_attempts=6, min_backoff_seconds=10, max_backoff_seconds=70, max_doublings=1
     )
 
     @tasks_fn.on_task_dispatched(retry_config=config)
@@ -70,8 +70,9 @@ def test_a_failing_task_is_retried_on_cloud_tasks_waits_then_dead_lettered(
 
     start = clock.now()
     functions.task_queue("flaky").enqueue({"data": {"n": 1}})
-    # Cloud Tasks: 10, 20, 40 (two doublings), then by 40 s steps: 80 -> capped at 70, 70.
-    waits = [10, 20, 40, 70, 70]
+    # Cloud Tasks: 10, 20 (one doubling), then by 20 s steps: 40, 60, 80 -> capped at 70
+    # (doubling all along would wait 80 -> 70 after the fourth attempt, not 60).
+    waits = [10, 20, 40, 60, 70]
     default_app.drain()
     for wait in waits:
         clock.advance(wait - 0.5)
