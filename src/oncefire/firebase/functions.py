@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
 RESOURCE = re.compile(r"^(projects/[^/]+/)?locations/[^/]+/functions/([^/]+)$")
 PUBLISHED = EventType.MESSAGE_PUBLISHED
-KEPT_AFTER_END = 3600.0  # Cloud Tasks refuses a used task id for about an hour after its end
+KEPT_AFTER_END = 3600.0
+_noted_uri: set[str] = set()  # Cloud Tasks refuses a used task id for about an hour after its end
 
 
 @dataclass
@@ -109,7 +110,8 @@ class TaskQueue:
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in opts.headers.items()):
                 raise ConfigError(f"headers={opts.headers!r} must map strings to strings.")
             request["headers"] = dict(opts.headers)
-        if opts.uri is not None:
+        if opts.uri is not None and self.function_name not in _noted_uri:
+            _noted_uri.add(self.function_name)  # once per queue and process
             log.info("enqueue: uri=%r is ignored: the task runs its queue's function", opts.uri)
         topic = tasks_fn.topic_of(self.function_name)
         chosen = task_id if task_id is not None else codec.new_id(now)
