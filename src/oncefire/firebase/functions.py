@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
 RESOURCE = re.compile(r"^(projects/[^/]+/)?locations/[^/]+/functions/([^/]+)$")
 PUBLISHED = EventType.MESSAGE_PUBLISHED
-KEPT_AFTER_END = 3600.0
-_noted_uri: set[str] = set()  # Cloud Tasks refuses a used task id for about an hour after its end
+KEPT_AFTER_END = 3600.0  # Cloud Tasks refuses a used task id for about an hour after its end
+_noted_uri: set[str] = set()  # the queues whose ignored uri= the log has noted
 
 
 @dataclass
