@@ -303,6 +303,8 @@ class Blob:
 
     def _upload(self, data: bytes, content_type: str | None, **match: Any) -> None:
         fields = {v: self._get(v) for v in PATCHED.values()}
+        metadata = {k: v for k, v in (fields["metadata"] or {}).items() if v is not None}
+        fields["metadata"] = metadata or None  # a key set to None is no key of a new object
         fields["contentType"] = content_type or "application/octet-stream"
         self._properties = self.bucket._local.upload(self.name, data, fields, **_matches(match))
         self._changed, self._generation = {}, None
