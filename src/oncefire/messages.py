@@ -11,7 +11,7 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from oncefire import codec
-from oncefire.errors import InvalidMessageError
+from oncefire.errors import ConfigError, InvalidMessageError
 from oncefire.events import EventType, StoredEvent
 from oncefire.paths import check_id
 
@@ -51,6 +51,37 @@ def message_payload(topic: str, data: Any, attributes: Any) -> dict[str, Any]:
         payload = {"bytes": base64.b64encode(data).decode(), "attributes": dict(attributes)}
     codec.encode_document(payload, is_fields=False)  # JSON-ready, no NUL, under the size limit
     return payload
+
+
+def attribute_filter(attributes: Any) -> tuple[tuple[str, str], ...]:
+    """A message function's attribute filter, checked and sorted: it starts for a message
+    only if the message carries each of these attributes with this value."""
+    if attributes is None:
+        return ()
+    if not isinstance(attributes, dict) or not attributes:
+        raise ConfigError(
+            f"attributes={attributes!r}: filter messages with a non-empty dict of attribute "
+            "names to the values a message must carry, such as {'type': 'order.created'}."
+        )
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise ConfigError(
+                f"Attribute filter {key!r}={value!r}: names are non-empty strings and values "
+                "strings, as a message's attributes are."
+            )
+        if "\x00" in key or "\x00" in value:
+            raise ConfigError(f"Attribute filter {key!r}={value!r} holds a NUL: remove it.")
+    return tuple(sorted(attributes.items()))
+
+
+def carries(required: tuple[tuple[str, str], ...], payload: Any) -> bool:
+    """Whether a stored message payload ({"data", "attributes"}) has every required
+    attribute value (a payload that is not known, None, passes: it is not a routing)."""
+    if not required or payload is None:
+        return True
+    given = payload.get("attributes") if isinstance(payload, dict) else None
+    given = given if isinstance(given, dict) else {}
+    return all(given.get(key) == value for key, value in required)
 
 
 def dead_letter_message(trigger: Trigger, leased: Leased, now: float) -> StoredEvent:

@@ -11,6 +11,7 @@ from typing import Any
 from oncefire import codec
 from oncefire.events import DOCUMENT_TYPES, EventType, StoredEvent
 from oncefire.lineage import CURRENT_LINEAGE, write_auth
+from oncefire.messages import carries
 from oncefire.paths import Pattern
 from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
@@ -42,7 +43,7 @@ def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None
         return _pattern(record.source).fullmatch(source) is not None
     if record.kind == "database":  # a reference pattern of any depth
         return _pattern(record.source, "any").fullmatch(source) is not None
-    return record.source == source
+    return record.source == source and carries(record.attributes, data)
 
 
 def subscribers(
@@ -122,9 +123,11 @@ def emit(
     now: float,
     event_id: str | None = None,
     data_json: str | None = None,
+    at: float = 0,
 ) -> StoredEvent | None:
-    """Append an event with one delivery per subscribed function; None if its id existed.
-    data_json, if given, is codec.dumps(data), made by a caller that had its parts.
+    """Append an event with one delivery per subscribed function, due now (or at `at` if
+    later); None if its id existed. data_json, if given, is codec.dumps(data), made by a
+    caller that had its parts.
 
     Written while a function runs, the event inherits that function's lineage; one that
     reaches the depth limit is stored with its deliveries dead (a loop stopped). A document
@@ -145,7 +148,7 @@ def emit(
     functions = tx.functions()
     names = subscribers(functions, event_type, source, data)
     is_new = event_id is None
-    if not tx.append(event, names, now, is_new=is_new, data_json=data_json):
+    if not tx.append(event, names, max(now, at), is_new=is_new, data_json=data_json):
         return None
     if not names and is_filtered(functions, event_type, source):
         # Functions take this event's source, and their field filters declined it: it is

@@ -25,10 +25,10 @@ def park(
     the delivery (for the log)."""
     topic = trigger.dead_letter_topic
     if topic is not None and may_forward:
+        event = dead_letter_message(trigger, leased, now)
         with store.read() as tx:
-            names = subscribers(tx.functions(), EventType.MESSAGE_PUBLISHED, topic)
+            names = subscribers(tx.functions(), EventType.MESSAGE_PUBLISHED, topic, event.data)
         if names:
-            event = dead_letter_message(trigger, leased, now)
             return store.forward(leased.lease, result, event, names), (
                 f"forwarded to topic {topic}"
             )

@@ -131,7 +131,14 @@ class Runtime:
         now = self.clock.now()
         records = [
             FunctionEntry(
-                t.name, t.kind, t.source, t.event_types, now, t.options.ordered_by, t.fields
+                t.name,
+                t.kind,
+                t.source,
+                t.event_types,
+                now,
+                t.options.ordered_by,
+                t.fields,
+                t.attributes,
             )
             for t in triggers
             if t.kind != "http"

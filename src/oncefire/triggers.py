@@ -133,6 +133,7 @@ class Trigger:
     is_change: bool = False  # event.data is a Change(before, after)
     dead_letter_topic: str | None = None
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
+    attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
     # Whether the function is an `async def`: asked twice an attempt, so found once.
     is_async: bool = field(init=False, repr=False, compare=False)
 

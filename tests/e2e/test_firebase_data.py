@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE
-from test_firebase_http import VERIFIER, Server, call, ported, token
-from test_run import answer, environment, free_port, wait_for
 
 from oncefire import App
 from oncefire.firebase import db
+from tests.e2e.cli_support import ONCEFIRE
+from tests.e2e.test_firebase_http import VERIFIER, Server, call, ported, token
+from tests.e2e.test_run import answer, environment, free_port, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -118,6 +118,13 @@ FIREBASE_PRINTS: dict[str, list[str]] = {
         "{'original': 'hello', 'uppercase': 'HELLO'}",
     ],
     "Callable functions 1": ["ada"],  # the shared-secret verifier recipe
+    "Task queues 1": ["already queued", "backing up 2026-01-31 (retries: 0)"],
+    "Custom events 1": ["VAT on orders/o1: 20"],
+    "Storage 1": [
+        "cats/tom.txt: 4 bytes of text/plain, metadata {'owner': 'ada'}",
+        "meow",
+        "cats/tom.txt deleted",
+    ],
 }
 
 

@@ -20,6 +20,7 @@ class FunctionEntry:
     registered_at: float
     ordering: str | None = None  # "document" or "key" (ordering_key): run one at a time
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed; () any
+    attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,6 +153,7 @@ class SqlStore(Schema, Leasing, SqlRetention, FunctionOps, RecordOps):
                 "event_types": ",".join(r.event_types),
                 "registered_at": r.registered_at,
                 "fields": json.dumps(list(r.fields)) if r.fields else None,
+                "attributes": json.dumps(dict(r.attributes)) if r.attributes else None,
             }
             for r in records
         ]
