@@ -9,11 +9,10 @@ from typing import Any, TypeVar
 
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
-from oncefire.messages import attribute_filter
-from oncefire.paths import Pattern, check_id
+from oncefire.model.messages import attribute_filter
+from oncefire.model.paths import Pattern, check_id
+from oncefire.model.schedules import DEFAULT_GRACE, Schedule
 from oncefire.retry import RetryPolicy
-from oncefire.routes import check_route
-from oncefire.schedules import DEFAULT_GRACE, Schedule
 from oncefire.triggers import (
     DOCUMENT_KINDS,
     Options,
@@ -24,6 +23,7 @@ from oncefire.triggers import (
     function_name,
     make_options,
 )
+from oncefire.web.routes import check_route
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec, paths, transforms, usage
+from oncefire import transforms
 from oncefire.clock import Clock
 from oncefire.errors import (
     ConfigError,
@@ -16,11 +16,13 @@ from oncefire.errors import (
     TransactionError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.lineage import carries_context
-from oncefire.messages import message_payload
-from oncefire.outbox import document_subscribers, emit
+from oncefire.features import usage
+from oncefire.model import codec, paths
+from oncefire.model.lineage import carries_context
+from oncefire.model.messages import message_payload
+from oncefire.model.outbox import document_subscribers, emit
+from oncefire.model.query_plan import Shape
 from oncefire.query import Query, index_key
-from oncefire.query_plan import Shape
 from oncefire.retry import is_real
 from oncefire.stores.catalog import Fanout
 

@@ -13,11 +13,12 @@ from contextlib import AbstractContextManager
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oncefire import query_plan, usage
 from oncefire.errors import InvalidDocumentError
 from oncefire.events import DocumentSnapshot
-from oncefire.index_keys import index_key
-from oncefire.index_keys import rank as _rank
+from oncefire.features import usage
+from oncefire.model import query_plan
+from oncefire.model.index_keys import index_key
+from oncefire.model.index_keys import rank as _rank
 from oncefire.retry import is_count
 from oncefire.transforms import field_names
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from oncefire import codec, crashes
 from oncefire.app import App
+from oncefire.engine import crashes
+from oncefire.engine.worker import DrainSummary, Worker
 from oncefire.errors import ConfigError, StoreUnavailableError
 from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, VALUE_TYPES, EventType, StoredEvent
+from oncefire.model import codec
 from oncefire.retry import is_count, is_real
-from oncefire.worker import DrainSummary, Worker
 
 __all__ = [
     "STORE_CALLS",

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import InvalidDocumentError
-from oncefire.index_keys import rank
+from oncefire.model import codec
+from oncefire.model.index_keys import rank
 from oncefire.retry import is_real
 
 TOO_DEEP = codec.TOO_DEEP

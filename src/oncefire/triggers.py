@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oncefire.budgets import Budget
 from oncefire.errors import ConfigError
 from oncefire.events import EventType, StoredEvent
-from oncefire.paths import Pattern
-from oncefire.rates import RateLimit
+from oncefire.model.budgets import Budget
+from oncefire.model.paths import Pattern
+from oncefire.model.rates import RateLimit
+from oncefire.model.schedules import Schedule
 from oncefire.retry import RetryPolicy, is_count, is_real
-from oncefire.schedules import Schedule
 from oncefire.tables import row_matches
 
 DOCUMENT_KINDS: dict[str, tuple[str, ...]] = {

@@ -228,7 +228,7 @@ def test_every_in_progress_claim_has_a_finite_expiry(app: App, clock: TestClock)
     assert record.lease_until == now + LEASE
     assert record.expires_at == now + 3600
     clock.advance(3600)  # the holder died and no retry came: the sweep still removes it
-    from oncefire import ttl
+    from oncefire.features import ttl
 
     assert ttl.sweep(app.runtime) == 1
     assert record_of(app, event.id) is None

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from oncefire import App, idempotent
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.stores.base import Completed, Ending, IdempotencyCompletion, Lease
 from oncefire.testing import deliver
-from oncefire.worker import Worker
 from tests.contract.idempotency_support import (
     LEASE,
     POLICY,

@@ -11,10 +11,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from oncefire import App, idempotent
-from oncefire.dashboard.metrics import exposition
 from oncefire.events import Event
 from oncefire.stores import migrations
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard.metrics import exposition
 
 DAY = 86400.0
 

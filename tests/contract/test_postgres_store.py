@@ -15,9 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
+from oncefire.model import codec
 from oncefire.retry import Outcome
 from oncefire.stores import migrations, postgres_listener, postgres_pool, queries
 from oncefire.stores.base import (

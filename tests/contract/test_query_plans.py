@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.documents import _index_entries
+from oncefire.model import codec
 from oncefire.stores import queries
 from oncefire.stores.sql_tx import SqlTx
 

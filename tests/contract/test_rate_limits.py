@@ -10,7 +10,7 @@ import pytest
 
 from oncefire import App
 from oncefire.errors import ConfigError
-from oncefire.rates import RateLimit
+from oncefire.model.rates import RateLimit
 from oncefire.testing import TestClock
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.stores import migrations
 
 OLD_VERSION = 4  # before the catalogue version and the one-statement document write

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.testing import TestClock
 
 WRITES: list[dict[str, Any]] = [

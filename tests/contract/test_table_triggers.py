@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from oncefire import App
 from oncefire.cli import main
+from oncefire.engine.routing import Keeper
 from oncefire.errors import ConfigError
 from oncefire.events import Event, RowChange
-from oncefire.keeper import Keeper
 from oncefire.testing import TestClock, deliver, make_event
 from tests.table_writers import Writer, make_writer
 

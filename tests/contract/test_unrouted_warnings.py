@@ -15,8 +15,8 @@ from starlette.testclient import TestClient
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.http import build_asgi
 from oncefire.stores import migrations
+from oncefire.web.http_functions import build_asgi
 
 
 def ok(event: Event) -> None:

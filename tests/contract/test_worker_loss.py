@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from oncefire import App, Retry, RetryPolicy
-from oncefire import execution as execution_module
+from oncefire.engine import execution as execution_module
+from oncefire.engine.worker import Worker
 from oncefire.errors import ConfigError, StoreError, StoreUnavailableError
 from oncefire.events import Event
 from oncefire.stores.base import Ending, Lease
 from oncefire.testing import TestClock
 from oncefire.triggers import Options, Trigger
-from oncefire.worker import Worker
 
 WAIT = 10.0  # longest a test waits for another thread before it fails
 LEASE = 30.0

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from oncefire.alerts import check_alerts
-from oncefire.deadletters import DeadLetter
+from oncefire.engine.worker import Worker
 from oncefire.errors import ConfigError
+from oncefire.features.alerts import check_alerts
+from oncefire.operations.deadletters import DeadLetter
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 from tests.dashboard_shop import Shop, build
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke

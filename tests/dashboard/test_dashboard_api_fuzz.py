@@ -9,8 +9,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
 from tests.dashboard_shop import SECRET, TOKEN, build
 
 
@@ -41,6 +41,6 @@ def test_the_api_never_answers_with_a_server_error(case: Any) -> None:
 def test_the_openapi_document_is_valid_openapi_3(sqlite_url: str) -> None:
     from openapi_spec_validator import validate
 
-    from oncefire.dashboard.openapi import document
+    from oncefire.web.dashboard.openapi import document
 
     validate(document())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from oncefire.dashboard import create_app
+from oncefire.web.dashboard import create_app
 from tests.dashboard_shop import build
 
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")

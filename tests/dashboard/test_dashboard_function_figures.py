@@ -13,8 +13,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from oncefire import App, RetryPolicy, idempotent
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard import create_app
 from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke

@@ -11,10 +11,10 @@ from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
 from oncefire import App
-from oncefire.dashboard import create_app
-from oncefire.dashboard.security import check_bind, load_tokens
 from oncefire.errors import ConfigError
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from oncefire.web.dashboard.security import check_bind, load_tokens
 from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke

@@ -11,9 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from oncefire import App, Increment, idempotent
-from oncefire.dashboard import create_app
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard import create_app
 from tests.dashboard_shop import build
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke

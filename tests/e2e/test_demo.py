@@ -34,7 +34,7 @@ def test_the_demo_runs_twice_on_one_store_and_its_replay_advice_works(run: Run) 
     assert run("doc", "set", "orders/o6", '{"amount": 700}', "--merge").returncode == 0
     replayed = run("dlq", "replay", letter_id)
     assert replayed.returncode == 0, replayed.stderr
-    drained = run("drain", "oncefire.demo:app")
+    drained = run("drain", "oncefire.demo.orders:app")
     assert drained.returncode == 0, drained.stderr
     assert "charging order o6: 700 cents" in drained.stdout  # the fixed order, as it is now
     summary = drained.stdout[drained.stdout.index("\n{") :]

@@ -20,8 +20,8 @@ from oncefire.firebase import firestore_fn, pubsub_fn, scheduler_fn
 from oncefire.firebase.defaults import set_default_app
 from oncefire.firebase.scheduler_fn import to_oncefire_schedule
 from oncefire.loader import load_app, load_module
-from oncefire.server import HttpServer
 from oncefire.testing import TestClock
+from oncefire.web.server import HttpServer
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 

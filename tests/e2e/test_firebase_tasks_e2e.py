@@ -13,7 +13,7 @@ import pytest
 
 from oncefire import App
 from oncefire.firebase import functions
-from oncefire.history import Attempt
+from oncefire.operations.history import Attempt
 from tests.e2e.cli_support import poll_until
 from tests.e2e.firebase_workers import DEADLINE, firebase_workers
 from tests.e2e.test_firebase_http import serve  # noqa: F401 - the fixture, by its name

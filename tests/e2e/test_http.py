@@ -15,8 +15,8 @@ import pytest
 from oncefire import App, PermanentError, idempotent
 from oncefire.errors import ConfigError
 from oncefire.events import Event
-from oncefire.http import Request, idempotency_key
-from oncefire.server import HttpServer
+from oncefire.web.http_functions import Request, idempotency_key
+from oncefire.web.server import HttpServer
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 

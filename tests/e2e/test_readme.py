@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from oncefire.loader import load_app
-from oncefire.server import HttpServer
+from oncefire.web.server import HttpServer
 from tests.e2e.cli_support import Run
 
 pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke

@@ -17,7 +17,7 @@ import pytest
 
 from oncefire import App
 from oncefire.loader import load_app
-from oncefire.server import HttpServer
+from oncefire.web.server import HttpServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TRIGGERS = DOCS / "triggers.md"

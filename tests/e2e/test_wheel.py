@@ -46,7 +46,7 @@ def test_the_wheel_ships_every_file_of_the_package(wheel_env: WheelEnv) -> None:
         for path in SOURCE.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
-    assert {"oncefire/dashboard/static/dashboard.css", "oncefire/prices.toml"} <= files
+    assert {"oncefire/web/dashboard/static/dashboard.css", "oncefire/features/prices.toml"} <= files
     assert sorted(files - shipped) == []
 
 
@@ -86,7 +86,8 @@ def test_the_installed_wheel_serves_an_http_function_and_the_dashboard(
         assert "count_greeting" in page.text and "</html>" in page.text
         css = httpx.get(f"{base}/_oncefire/static/dashboard.css", timeout=30)
         assert css.status_code == 200, css.text
-        assert css.content == (SOURCE / "dashboard" / "static" / "dashboard.css").read_bytes()
+        css_file = SOURCE / "web" / "dashboard" / "static" / "dashboard.css"
+        assert css.content == css_file.read_bytes()
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire import worker as worker_module
+from oncefire.engine import worker as worker_module
 from oncefire.events import Event
 from oncefire.stores import sqlite_connections as sqlite_store
 from oncefire.testing import TestClock

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent, ttl
+from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent
+from oncefire.engine.execution import write_ending
 from oncefire.errors import EventNotFoundError
 from oncefire.events import Event
-from oncefire.execution import write_ending
+from oncefire.features import ttl
 from oncefire.retry import Outcome
 from oncefire.stores import faults
 from oncefire.stores.base import Ending, Leased

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from oncefire import codec
 from oncefire.errors import DocumentTooLargeError, InvalidDocumentError
+from oncefire.model import codec
 
 
 def test_values_round_trip_with_aware_datetimes() -> None:

@@ -8,8 +8,8 @@ import click
 
 from oncefire.cli.common import echo_json, friendly, open_app, read_data, store_option
 from oncefire.events import EventType
-from oncefire.lineage import UNAUTHENTICATED, written_by
-from oncefire.stats import stats_table
+from oncefire.features.stats import stats_table
+from oncefire.model.lineage import UNAUTHENTICATED, written_by
 
 DATA_HELP = "JSON, `-` to read it from stdin, or @FILE to read it from a file."
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 
 from oncefire.errors import ConfigError
-from oncefire.lineage import CURRENT_AUTH, UNAUTHENTICATED, Auth, written_by
+from oncefire.model.lineage import CURRENT_AUTH, UNAUTHENTICATED, Auth, written_by
 
 __all__ = ["acting_as", "current"]
 

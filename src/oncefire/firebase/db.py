@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from oncefire import codec
 from oncefire.errors import (
     ConfigError,
     InvalidDocumentError,
@@ -42,6 +41,7 @@ from oncefire.firebase.rtdb.values import (
     text,
     with_value,
 )
+from oncefire.model import codec
 
 __all__ = ["Query", "Reference", "TransactionAbortedError", "reference"]
 

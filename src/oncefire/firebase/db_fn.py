@@ -21,7 +21,7 @@ from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import Change, CloudEvent, adapt
 from oncefire.firebase.defaults import default_app
 from oncefire.firebase.rtdb.values import check_key, shown
-from oncefire.paths import Pattern
+from oncefire.model.paths import Pattern
 from oncefire.triggers import Trigger, check_function, make_options
 
 __all__ = [

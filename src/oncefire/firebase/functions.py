@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from oncefire import codec, usage
 from oncefire.errors import ConfigError
 from oncefire.events import CURRENT_EVENT, EventType
+from oncefire.features import usage
 from oncefire.firebase import queue_options, tasks_fn
 from oncefire.firebase.defaults import current_app
 from oncefire.firebase.exceptions import AlreadyExistsError, NotFoundError
-from oncefire.messages import message_payload
-from oncefire.outbox import emit, subscribers
+from oncefire.model import codec
+from oncefire.model.messages import message_payload
+from oncefire.model.outbox import emit, subscribers
 from oncefire.retry import is_count
 
 __all__ = ["TaskOptions", "TaskQueue", "task_queue"]

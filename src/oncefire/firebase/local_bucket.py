@@ -27,9 +27,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from oncefire import codec, paths, usage
 from oncefire.errors import ConfigError, OncefireError
 from oncefire.events import EventType
+from oncefire.features import usage
 from oncefire.firebase.exceptions import FirebaseError, NotFoundError
 from oncefire.firebase.storage_names import (
     ARCHIVE,
@@ -45,8 +45,9 @@ from oncefire.firebase.storage_names import (
     storage_dir,
     topic_of,
 )
-from oncefire.messages import message_payload
-from oncefire.outbox import emit
+from oncefire.model import codec, paths
+from oncefire.model.messages import message_payload
+from oncefire.model.outbox import emit
 
 
 class PreconditionFailedError(FirebaseError):

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from oncefire import codec
 from oncefire.events import Event as OncefireEvent
 from oncefire.events import Message as OncefireMessage
 from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import CloudEvent, adapt
 from oncefire.firebase.defaults import default_app
+from oncefire.model import codec
 
 __all__ = ["CloudEvent", "Message", "MessagePublishedData", "on_message_published"]
 

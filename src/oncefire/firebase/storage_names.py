@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from oncefire import paths
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError, InvalidPathError
+from oncefire.model import paths
 from oncefire.settings import MEMORY_URLS
 
 ROOT = "__storage__"  # Firestore reserves ids of the form __x__: no ported app uses it

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from oncefire.clock import Clock
 from oncefire.events import StoredEvent
-from oncefire.rates import RateLimit
+from oncefire.model.rates import RateLimit
 from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
 from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
@@ -312,7 +312,7 @@ class Store(Protocol):
         """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
 
     def purge(self, kind: str, before: float, limit: int) -> dict[str, int]:
-        """Delete up to `limit` rows of one kind of history (oncefire.retention.KINDS) older
+        """Delete up to `limit` rows of one kind of history (features.retention.KINDS) older
         than `before` in one short write transaction that gives free pages back; how many.
         Kind "pages" gives up to `limit` free pages back (SQLite), and deletes nothing."""
 

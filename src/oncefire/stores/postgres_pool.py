@@ -16,7 +16,6 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
-from oncefire import codec
 from oncefire.errors import (
     InvalidDocumentError,
     OncefireError,
@@ -24,6 +23,7 @@ from oncefire.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from oncefire.model import codec
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row
 from oncefire.stores.postgres_statements import Connection

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from oncefire.buckets import DEDUPE, hour_of
 from oncefire.clock import Clock
 from oncefire.events import StoredEvent
-from oncefire.rates import RateLimit
+from oncefire.model.buckets import DEDUPE, hour_of
+from oncefire.model.rates import RateLimit
 from oncefire.stores.base import (
     DeadLetterFilter,
     DeadLetterRow,

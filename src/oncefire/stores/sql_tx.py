@@ -7,14 +7,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from oncefire import codec
-from oncefire.buckets import hour_of
 from oncefire.events import StoredEvent
-from oncefire.paths import parent_of
+from oncefire.model import codec
+from oncefire.model.buckets import hour_of
+from oncefire.model.paths import parent_of
+from oncefire.model.totals import LOOP_STOPPED
 from oncefire.stores.base import FunctionEntry
 from oncefire.stores.catalog import Catalog, CatalogCache
 from oncefire.stores.connection import Statements
-from oncefire.totals import LOOP_STOPPED
 
 PAST_TEXT = "\U0010ffff"  # sorts after every character: prefix + PAST_TEXT ends a prefix's range
 

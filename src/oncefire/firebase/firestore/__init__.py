@@ -10,7 +10,6 @@ collection groups, count/sum/avg), batches, transactions with @transactional, an
 values and transforms. Real-time listeners (on_snapshot) are not offered. See docs/firebase.md.
 """
 
-from oncefire.codec import GeoPoint
 from oncefire.errors import TransactionAbortedError
 from oncefire.firebase.firestore.aggregation import (
     AggregationQuery,
@@ -36,6 +35,7 @@ from oncefire.firebase.firestore.writes import (
     WriteBatch,
     transactional,
 )
+from oncefire.model.codec import GeoPoint
 from oncefire.transforms import (
     DELETE_FIELD,
     SERVER_TIMESTAMP,

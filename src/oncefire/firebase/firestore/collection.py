@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from oncefire import paths
 from oncefire.firebase.firestore.document import DocumentReference, Refs, auto_id
 from oncefire.firebase.firestore.query import Query, Shape
+from oncefire.model import paths
 
 PAGE = 500  # document paths listed a read
 

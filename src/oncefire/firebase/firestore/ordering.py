@@ -18,7 +18,7 @@ from oncefire.errors import InvalidDocumentError
 from oncefire.events import DocumentSnapshot as Snapshot
 from oncefire.firebase.firestore.document import DocumentReference, DocumentSnapshot
 from oncefire.firebase.firestore.filters import Filter, inequality_fields
-from oncefire.index_keys import rank
+from oncefire.model.index_keys import rank
 from oncefire.transforms import ArrayUnion, Increment, Maximum, Minimum
 
 NAME = "__name__"  # the document's path, as an order or cursor field

@@ -18,7 +18,7 @@ from typing import Any
 
 from oncefire.events import EventType
 from oncefire.firebase.rtdb.values import Path, value_at
-from oncefire.paths import Pattern
+from oncefire.model.paths import Pattern
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from oncefire import codec, usage
 from oncefire.documents import Database
 from oncefire.errors import TransactionError
+from oncefire.features import usage
 from oncefire.firebase.rtdb import changes as value_changes
 from oncefire.firebase.rtdb.values import Path, from_leaves, leaves, value_at, with_value
-from oncefire.lineage import write_auth
-from oncefire.outbox import emit
+from oncefire.model import codec
+from oncefire.model.lineage import write_auth
+from oncefire.model.outbox import emit
 from oncefire.stores.base import DocumentTx
 
 COLLECTION = "__rtdb__"
