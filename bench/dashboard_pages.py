@@ -118,7 +118,7 @@ def requests(app: App) -> list[tuple[str, str, float]]:
 
 def calls(app: App) -> list[tuple[str, Any]]:
     """The library reads behind the pages, each timed on its own: which one makes a page slow."""
-    from oncefire.dashboard.views import DAY
+    from oncefire.web.dashboard.views import DAY
 
     group = app.history.dead_letter_groups("poison", 1)[0].error
 
@@ -164,7 +164,7 @@ def timed(call: Any, repeat: int) -> tuple[float, float]:
 def measure(app: App, repeat: int) -> list[dict[str, Any]]:
     from starlette.testclient import TestClient
 
-    from oncefire.dashboard import create_app
+    from oncefire.web.dashboard import create_app
 
     client = TestClient(create_app(app), base_url="http://127.0.0.1")
     results = []

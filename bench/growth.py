@@ -39,8 +39,8 @@ from growth_store import (
 )
 from oncefire_harness import WORKER_PROCESSES, Target, write_each
 
-from oncefire import ttl
-from oncefire.index_keys import expired_ranges
+from oncefire.features import ttl
+from oncefire.model.index_keys import expired_ranges
 
 REPEAT = 20
 # The drains' workers keep the whole history. The history's times span the last 7 days, the

@@ -16,8 +16,8 @@ from benchlib import log
 from oncefire_harness import Target
 
 from oncefire import App
-from oncefire.buckets import DURATION_BOUNDS
-from oncefire.index_keys import index_key
+from oncefire.model.buckets import DURATION_BOUNDS
+from oncefire.model.index_keys import index_key
 from oncefire.testing import TestClock
 
 TABLES = (
@@ -293,7 +293,7 @@ EXPIRING, EXPIRIES = "sessions", 1000  # documents {"expires_at": <10 years on>}
 
 def fill_collections(conn: Any, kind: str, queried: int, expiring: int, now: float) -> int:
     """The queried and the expiring collections, made by the database with their index
-    entries (keys as oncefire.index_keys makes them) and index declarations."""
+    entries (keys as oncefire.model.index_keys makes them) and index declarations."""
     sql = CloneSql(kind)
     p = sql.p
     assert index_key("s7") == "4:s7"  # strings are keyed by themselves, after their rank

@@ -26,7 +26,7 @@ from benchlib import LoadSampler, common_args, facts, log, summarize, write_json
 from drain import drain_only
 from oncefire_harness import prefill, reset, target
 
-from oncefire.worker import Worker
+from oncefire.engine.worker import Worker
 
 VARIANTS = ("noop", "idempotent", "write", "write_claim")
 PAIRS = {"idempotent": "noop", "write_claim": "write"}

@@ -23,7 +23,7 @@ from typing import Any
 
 from oncefire_harness import DOC, Target
 
-from oncefire import codec
+from oncefire.model import codec
 
 SQLITE_ROWS = (
     "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"

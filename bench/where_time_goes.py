@@ -146,7 +146,9 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
         group = by_group.setdefault(thread_group(profile.get("name", ""), what), Counter())
         for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
             chain = [frames[i] for i in stack]
-            is_worker = any("oncefire.supervisor" in (f.get("name") or "") for f in chain[:3])
+            is_worker = any(
+                "oncefire.engine.supervisor" in (f.get("name") or "") for f in chain[:3]
+            )
             if what == "drain" and not is_worker:
                 continue  # the supervisor process itself only sleeps: the workers are its children
             if what == "write" and group is not by_group.get(WRITER_GROUP):

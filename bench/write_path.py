@@ -32,7 +32,7 @@ from btrees import postgres_btrees, sqlite_btrees
 from oncefire_harness import DOC, Target, reset, target
 from plain_sql import PlainSqlWriter
 
-from oncefire import codec
+from oncefire.model import codec
 
 WARMUP = 100
 CHUNK = 100  # writes of one kind in a row

@@ -33,13 +33,13 @@ ABOVE_APP = (
     "oncefire/__init__.py",
     "oncefire/app.py",
     "oncefire/cli/",
-    "oncefire/dashboard/",
+    "oncefire/web/dashboard/",
     "oncefire/firebase/defaults.py",
-    "oncefire/http.py",
-    "oncefire/httprun.py",
+    "oncefire/web/http_functions.py",
+    "oncefire/web/requests.py",
     "oncefire/loader.py",
-    "oncefire/server.py",
-    "oncefire/supervisor.py",
+    "oncefire/web/server.py",
+    "oncefire/engine/supervisor.py",
     "oncefire/testing.py",
 )
 

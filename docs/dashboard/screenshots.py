@@ -19,7 +19,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, Served  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from oncefire import App, RetryPolicy  # noqa: E402
-from oncefire.dashboard import create_app  # noqa: E402
+from oncefire.web.dashboard import create_app  # noqa: E402
 from oncefire.testing import TestClock  # noqa: E402
 
 TOKEN = "dashboard-demo-token-0001"

@@ -1,13 +1,13 @@
 """oncefire: event-triggered Python functions that fire once in effect."""
 
 from oncefire.app import App
-from oncefire.deadletters import BoundedCount, DeadLetter, ErrorSearch
 from oncefire.documents import (
     CollectionReference,
     Database,
     DocumentReference,
     Transaction,
 )
+from oncefire.engine.worker import DrainSummary
 from oncefire.errors import (
     ClaimHeldError,
     ConfigError,
@@ -31,12 +31,12 @@ from oncefire.errors import (
     TransactionError,
 )
 from oncefire.events import Change, DocumentSnapshot, Event, EventType, Message
+from oncefire.features.stats import FunctionStats
 from oncefire.idempotency import idempotent
+from oncefire.operations.deadletters import BoundedCount, DeadLetter, ErrorSearch
 from oncefire.retry import Outcome, RetryPolicy
 from oncefire.settings import Settings
-from oncefire.stats import FunctionStats
 from oncefire.transforms import DELETE_FIELD, SERVER_TIMESTAMP, Increment
-from oncefire.worker import DrainSummary
 
 __version__ = "0.1.0"
 

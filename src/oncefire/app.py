@@ -10,36 +10,38 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import idempotency, retention, ticks, ttl, unrouted
-from oncefire.alerts import Alerts, DeadLetterCallback
-from oncefire.catalogue import Functions
+from oncefire import idempotency
 from oncefire.clock import Clock, SystemClock
-from oncefire.deadletters import DeadLetters
 from oncefire.decorators import Decorators
 from oncefire.documents import Database
+from oncefire.engine.routing import warn_stranded
+from oncefire.engine.runtime import Runtime
+from oncefire.engine.worker import DrainSummary, Worker
 from oncefire.errors import ConfigError
-from oncefire.history import History
-from oncefire.keeper import warn_stranded
-from oncefire.operators import Operators
-from oncefire.outbox import subscribers
-from oncefire.paths import check_id
+from oncefire.features import retention, ticks, ttl
+from oncefire.features.alerts import Alerts, DeadLetterCallback
+from oncefire.features.stats import FunctionStats
+from oncefire.model.outbox import subscribers
+from oncefire.model.paths import check_id
+from oncefire.operations import unrouted
+from oncefire.operations.actions import Operators
+from oncefire.operations.deadletters import DeadLetters
+from oncefire.operations.functions import Functions
+from oncefire.operations.history import History
+from oncefire.operations.unrouted import UnroutedReport
 from oncefire.retry import is_count, is_real
 from oncefire.rows import RowTriggers
-from oncefire.runtime import Runtime
 from oncefire.settings import Settings
-from oncefire.stats import FunctionStats
 from oncefire.stores.base import Store
 from oncefire.triggers import (
     Trigger,
 )
-from oncefire.unrouted import UnroutedReport
-from oncefire.worker import DrainSummary, Worker
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from oncefire.audit import Report
-    from oncefire.cost import CostReport
+    from oncefire.features.cost import CostReport
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -225,7 +227,7 @@ class App(Decorators, RowTriggers):
 
     def unrouted_report(self) -> UnroutedReport:
         """The unrouted events kept, and those the warnings count: of a collection, topic or
-        table some function took, or that keep_unrouted names (see oncefire/unrouted.py)."""
+        table some function took, or that keep_unrouted names (operations/unrouted.py)."""
         return unrouted.report(self.store)
 
     def keep_unrouted(self, *sources: str) -> None:
@@ -249,8 +251,8 @@ class App(Decorators, RowTriggers):
     def cost(self, *, since: float = 7 * 86400, prices: str | Path | None = None) -> CostReport:
         """Each function's invocations, failed attempts, store reads and writes, CPU seconds
         and money over `since` seconds, priced by the TOML file `prices` (see docs/audit.md)."""
-        from oncefire.cost import estimate
-        from oncefire.prices import PriceTable
+        from oncefire.features.cost import estimate
+        from oncefire.features.prices import PriceTable
 
         return estimate(self.runtime, since=since, prices=PriceTable.load(prices))
 

@@ -4,14 +4,15 @@ schedules, requests), mixed into App; rows.py holds those on the application's t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
-from oncefire.paths import Pattern, check_id
+from oncefire.model.messages import attribute_filter
+from oncefire.model.paths import Pattern, check_id
+from oncefire.model.schedules import DEFAULT_GRACE, Schedule
 from oncefire.retry import RetryPolicy
-from oncefire.routes import check_route
-from oncefire.schedules import DEFAULT_GRACE, Schedule
 from oncefire.triggers import (
     DOCUMENT_KINDS,
     Options,
@@ -22,6 +23,7 @@ from oncefire.triggers import (
     function_name,
     make_options,
 )
+from oncefire.web.routes import check_route
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,9 +93,10 @@ class Decorators:
         *,
         max_delivery_attempts: int | None = None,
         dead_letter_topic: str | None = None,
+        attributes: dict[str, str] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
-        """Run the function for each message published on topic."""
+        """Run the function for each message published on topic (that carries attributes)."""
         name = options.pop("name", None)
         check_id(topic, "topic")
         if dead_letter_topic is not None:
@@ -107,13 +110,8 @@ class Decorators:
                     "message that is not retried is delivered once; drop one of them."
                 )
             base = options.get("retry_policy", RetryPolicy())
-            options["retry_policy"] = RetryPolicy(
-                max_delivery_attempts,
-                base.first_delay,
-                base.multiplier,
-                base.max_delay,
-                base.jitter,
-            )
+            if isinstance(base, RetryPolicy):  # else make_options says what it must be
+                options["retry_policy"] = replace(base, max_attempts=max_delivery_attempts)
         opts = make_options(**options)
         check_ordering("message", opts)
 
@@ -128,6 +126,7 @@ class Decorators:
                     event_types=(str(EventType.MESSAGE_PUBLISHED),),
                     options=opts,
                     dead_letter_topic=dead_letter_topic,
+                    attributes=attribute_filter(attributes),
                 )
             )
             return fn

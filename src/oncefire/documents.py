@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from oncefire import codec, fencing, paths, transforms, usage
+from oncefire import transforms
 from oncefire.clock import Clock
 from oncefire.errors import (
     ConfigError,
@@ -16,11 +16,13 @@ from oncefire.errors import (
     TransactionError,
 )
 from oncefire.events import CURRENT_APP, CURRENT_EVENT, DocumentSnapshot, EventType
-from oncefire.lineage import CURRENT_LINEAGE
-from oncefire.messages import message_payload
-from oncefire.outbox import document_subscribers, emit
+from oncefire.features import usage
+from oncefire.model import codec, fencing, paths
+from oncefire.model.lineage import carries_context
+from oncefire.model.messages import message_payload
+from oncefire.model.outbox import document_subscribers, emit
+from oncefire.model.query_plan import Shape
 from oncefire.query import Query, index_key
-from oncefire.query_plan import Shape
 from oncefire.retry import is_real
 from oncefire.stores.catalog import Fanout
 
@@ -332,14 +334,13 @@ class Database:
     def transaction(self) -> Iterator[Transaction]:
         """Serializable read-write transaction: commits on exit, rolls back on an exception.
 
-        A write made through a reference inside the block joins the transaction. In a running
-        function it commits only while the attempt holds its lease (oncefire.fencing)."""
+        A write made through a reference inside the block joins the transaction."""
         active: Transaction | None = self._local.tx
         if active is not None:
             yield active
             return
         with self.store.transaction() as raw:
-            check_lease = fencing.hold(raw)
+            check_lease = fencing.hold(raw)  # in a function: commit only under its lease
             tx = self._local.tx = Transaction(self, raw)
             try:
                 yield tx
@@ -367,13 +368,13 @@ class Database:
         (Store.set_document: on PostgreSQL one statement, one round trip instead of two; on
         SQLite one transaction of the write's statements alone), with what needs no store
         made before its lock is taken: the fields checked, the transforms resolved, the JSON
-        encoded, the event's id. False if it must be a transaction: inside one, from a running
-        function (its event carries the function's lineage), or when the store declines.
+        encoded, the event's id. False if it must be a transaction: inside one, when its event
+        carries a lineage or an author (lineage.carries_context), or when the store declines.
 
         The store decides created/updated/no-op under the same locks a transaction takes,
         with the catalogue (functions, index fields) as of its write.
         """
-        if self._local.tx is not None or CURRENT_LINEAGE.get() is not None:
+        if self._local.tx is not None or carries_context():
             return False
         _check_fields(data)
         now = self.clock.now()

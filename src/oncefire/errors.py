@@ -56,6 +56,11 @@ class StoreUnavailableError(StoreError):
     may succeed later (never a reason to give up on the data it carried)."""
 
 
+class StoreConflictError(StoreError):
+    """Two transactions waited on each other (a deadlock) and the store ended this one:
+    running it again may succeed."""
+
+
 class SchemaVersionError(StoreError):
     """The store's schema is newer than this oncefire understands."""
 
@@ -71,6 +76,11 @@ class MissingDependencyError(OncefireError, ImportError):
 
 class TransactionError(OncefireError):
     """A document transaction was used wrongly (after commit, or nested)."""
+
+
+class TransactionAbortedError(TransactionError, ValueError):
+    """A transaction met contention on every attempt and gave up (Firestore's client raises
+    a ValueError then, the Realtime Database's a TransactionAbortedError)."""
 
 
 class FunctionError(OncefireError):

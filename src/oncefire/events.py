@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -9,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from oncefire.clock import to_datetime
+from oncefire.errors import InvalidMessageError
 
 
 class EventType(StrEnum):
@@ -23,12 +26,16 @@ class EventType(StrEnum):
     ROW_INSERTED = "row.inserted"
     ROW_UPDATED = "row.updated"
     ROW_DELETED = "row.deleted"
+    VALUE_CREATED = "value.created"  # a Realtime Database value (oncefire.firebase.db)
+    VALUE_UPDATED = "value.updated"
+    VALUE_DELETED = "value.deleted"
 
 
 DOCUMENT_TYPES = frozenset(
     {EventType.DOCUMENT_CREATED, EventType.DOCUMENT_UPDATED, EventType.DOCUMENT_DELETED}
 )
 ROW_TYPES = frozenset({EventType.ROW_INSERTED, EventType.ROW_UPDATED, EventType.ROW_DELETED})
+VALUE_TYPES = frozenset({EventType.VALUE_CREATED, EventType.VALUE_UPDATED, EventType.VALUE_DELETED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,8 @@ class RowChange:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A message published on a topic."""
+    """A message published on a topic: `data` is its JSON value, or the bytes it was published
+    as."""
 
     id: str
     topic: str
@@ -124,8 +132,17 @@ class Message:
 
     @property
     def json(self) -> Any:
-        """The message body (an alias, as Firebase users expect)."""
-        return self.data
+        """The message body as JSON: `data` for a JSON message; for one published as bytes,
+        those bytes read as JSON text (InvalidMessageError if they are not)."""
+        if not isinstance(self.data, bytes):
+            return self.data
+        try:
+            return json.loads(self.data)
+        except ValueError:
+            raise InvalidMessageError(
+                f"The message {self.id} was published as {len(self.data)} bytes that are not "
+                "JSON text: read them from message.data."
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,10 +180,11 @@ def view_of(event: StoredEvent, *, as_change: bool = False) -> Any:
     if event.type in ROW_TYPES:
         return RowChange(data.get("table", ""), data.get("before"), data.get("after"))
     if event.type == EventType.MESSAGE_PUBLISHED:
+        raw = data.get("bytes")  # a message published as bytes: their base64 (messages.py)
         return Message(
             event.id,
             event.source,
-            data.get("data"),
+            data.get("data") if raw is None else base64.b64decode(raw),
             dict(data.get("attributes") or {}),
             to_datetime(event.time),
         )

@@ -31,7 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire import codec
+from oncefire.engine.runtime import CURRENT_RUNTIME
 from oncefire.errors import (
     ClaimHeldError,
     ConfigError,
@@ -42,12 +42,12 @@ from oncefire.errors import (
     StoreError,
 )
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.retry import is_real
-from oncefire.runtime import CURRENT_RUNTIME
 from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 
 if TYPE_CHECKING:
-    from oncefire.runtime import Runtime
+    from oncefire.engine.runtime import Runtime
     from oncefire.triggers import Options
 
 log = logging.getLogger(__name__)
@@ -212,8 +212,8 @@ class Deferred:
     """The records one attempt completed, which its worker writes with the attempt's ending,
     in the same transaction (no statement of their own). Once the worker has taken them (the
     attempt ended, or is written as timed out), a later completion is written at once. And
-    the record its worker acquired for it with its lease (oncefire/acquiring.py), if any, until
-    the attempt takes it."""
+    the record its worker acquired for it with its lease (engine/leased_records.py), if any,
+    until the attempt takes it."""
 
     # One lock for all: one made per attempt cost more than the rare offers wait on it.
     _lock = threading.Lock()

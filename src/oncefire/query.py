@@ -13,11 +13,12 @@ from contextlib import AbstractContextManager
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oncefire import query_plan, usage
 from oncefire.errors import InvalidDocumentError
 from oncefire.events import DocumentSnapshot
-from oncefire.index_keys import index_key
-from oncefire.index_keys import rank as _rank
+from oncefire.features import usage
+from oncefire.model import query_plan
+from oncefire.model.index_keys import index_key
+from oncefire.model.index_keys import rank as _rank
 from oncefire.retry import is_count
 from oncefire.transforms import field_names
 
@@ -50,7 +51,7 @@ OPERATORS = (
 _MISSING = object()
 PAGE = 500  # documents read a round trip
 
-__all__ = ["OPERATORS", "PAGE", "Query", "index_key"]
+__all__ = ["OPERATORS", "PAGE", "Query", "index_key", "matches"]
 
 
 def _compare(op: str, field: Any, value: Any) -> bool:
@@ -76,6 +77,11 @@ def _compare(op: str, field: Any, value: Any) -> bool:
     if left[0] != right[0]:
         return False  # ranges compare values of one type only
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+def matches(snapshot: DocumentSnapshot, field: str, op: str, value: Any) -> bool:
+    """Whether a document's field satisfies `op value`, by the rules where() applies."""
+    return _compare(op, snapshot.get(field, _MISSING), value)
 
 
 def _sort_key(field: str) -> Callable[[DocumentSnapshot], tuple[int, Any]]:

@@ -11,6 +11,7 @@ from enum import StrEnum
 from oncefire.errors import ConfigError
 
 PAYLOAD_TOO_LARGE = "payload too large for retry queue"
+_MOST_SUMMED = 10_000  # waits window() adds one by one before it bounds the rest by the cap
 
 
 class Outcome(StrEnum):
@@ -41,13 +42,18 @@ def is_count(value: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Bounded exponential backoff: attempt 1 at once, then first_delay * multiplier**(n-1)."""
+    """Bounded exponential backoff: attempt 1 at once, then first_delay * multiplier**(n-1).
+
+    With max_doublings=d the wait grows that way d times, then by the same step each time
+    (Cloud Tasks' rule): first_delay=10, max_doublings=3 waits 10, 20, 40, 80, 160, 240, ...
+    """
 
     max_attempts: int = 6
     first_delay: float = 60.0
     multiplier: float = 2.0
     max_delay: float = 3600.0
     jitter: float = 0.0
+    max_doublings: int | None = None
 
     def __post_init__(self) -> None:
         if not is_count(self.max_attempts):
@@ -67,24 +73,47 @@ class RetryPolicy:
             raise ConfigError("RetryPolicy.multiplier must be at least 1.")
         if not 0 <= self.jitter <= 1:
             raise ConfigError("RetryPolicy.jitter is a fraction between 0 and 1.")
+        if self.max_doublings is not None and (
+            not is_count(self.max_doublings) or self.max_doublings < 0
+        ):
+            raise ConfigError(
+                f"RetryPolicy.max_doublings={self.max_doublings!r} must be a whole number of at "
+                "least 0, or None."
+            )
 
     def delay_after(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (counting from 1)."""
-        delay = min(self.first_delay * self.multiplier ** (attempt - 1), self.max_delay)
+        delay = min(self._growth(attempt - 1), self.max_delay)
         if self.jitter:
             delay *= 1 + random.uniform(-self.jitter, self.jitter)
         return max(delay, 0.0)
 
+    def _growth(self, retries: int) -> float:
+        """The wait before retry number retries + 1, before the cap."""
+        doublings = self.max_doublings
+        exponent = retries if doublings is None else min(retries, doublings)
+        try:
+            wait = self.first_delay * self.multiplier**exponent
+        except OverflowError:
+            return math.inf
+        if doublings is None or retries <= doublings:
+            return wait
+        return wait * (retries - doublings + 1)
+
     def window(self) -> float:
         """Longest time from the first attempt to the last (with jitter, without timeouts)."""
-        total, delay = 0.0, self.first_delay
+        total = 0.0
         for n in range(1, self.max_attempts):
-            if delay >= self.max_delay or delay == 0 or self.multiplier == 1:
-                # Every later wait is this one: no loop over a huge max_attempts, no overflow.
-                total += min(delay, self.max_delay) * (self.max_attempts - n)
+            delay = self._growth(n - 1)
+            if delay >= self.max_delay or delay == 0 or n > _MOST_SUMMED:
+                # Every later wait is the cap (or nothing; past _MOST_SUMMED, the cap bounds
+                # them): no loop over a huge max_attempts.
+                total += (self.max_delay if delay else 0.0) * (self.max_attempts - n)
+                break
+            if self.multiplier == 1 and self.max_doublings is None:
+                total += delay * (self.max_attempts - n)
                 break
             total += delay
-            delay *= self.multiplier
         return total * (1 + self.jitter)
 
 

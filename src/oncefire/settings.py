@@ -69,6 +69,10 @@ class Settings:
     auth_verifier: str = ""
     """`module:function` or `path/file.py:function` checking callable functions' tokens, for
     a ported module that does not call `oncefire.firebase.set_auth_verifier` itself."""
+    storage_dir: str = ""
+    """The folder of oncefire.firebase's storage buckets' objects. Empty: `<file>-storage`
+    beside a SQLite store's file, `oncefire-storage` in the working folder for PostgreSQL
+    (set a folder every worker shares when they run on several machines)."""
 
     def __post_init__(self) -> None:
         self._check_types()

@@ -4,6 +4,7 @@ store that fails, a worker that dies after the effect."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import threading
 from collections.abc import Callable, Iterator
@@ -12,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from oncefire import codec, crashes
 from oncefire.app import App
+from oncefire.engine import crashes
+from oncefire.engine.worker import DrainSummary, Worker
 from oncefire.errors import ConfigError, StoreUnavailableError
-from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, EventType, StoredEvent
+from oncefire.events import DOCUMENT_TYPES, ROW_TYPES, VALUE_TYPES, EventType, StoredEvent
+from oncefire.model import codec
 from oncefire.retry import is_count, is_real
-from oncefire.worker import DrainSummary, Worker
 
 __all__ = [
     "STORE_CALLS",
@@ -79,8 +81,9 @@ def make_event(
     attributes: dict[str, str] | None = None,
     key: dict[str, Any] | None = None,
 ) -> StoredEvent:
-    """An event as a trigger would build it (for documents and rows, data is the document or
-    row after; for rows, key is the primary key, source is `table/pk`)."""
+    """An event as a trigger would build it (for documents, rows and Realtime Database values,
+    data is the document, row or value after; for rows, key is the primary key, source is
+    `table/pk`; a message's data may be bytes)."""
     at = time.timestamp() if isinstance(time, datetime) else time
     at = 1_800_000_000.0 if at is None else float(at)
     if type in DOCUMENT_TYPES:
@@ -96,6 +99,14 @@ def make_event(
         payload = {"table": table, "pk": dict(key or {}), "before": before, "after": after}
     elif type == EventType.MESSAGE_PUBLISHED:
         payload = {"data": data, "attributes": dict(attributes or {})}
+        if isinstance(data, bytes):  # published as bytes: kept as their base64
+            payload = {
+                "bytes": base64.b64encode(data).decode(),
+                "attributes": payload["attributes"],
+            }
+    elif type in VALUE_TYPES:  # a Realtime Database value at source
+        after = None if type == EventType.VALUE_DELETED else data
+        payload = {"before": data if before is None and after is None else before, "after": after}
     elif type == EventType.SCHEDULE_TICK:
         payload = {"scheduled_time": at, "schedule": source}
     else:

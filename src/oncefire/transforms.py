@@ -1,14 +1,17 @@
-"""Field transforms of document writes (SERVER_TIMESTAMP, DELETE_FIELD, Increment), and the
-merge and update rules that apply them to stored fields."""
+"""Field transforms of document writes (SERVER_TIMESTAMP, DELETE_FIELD, Increment, ArrayUnion,
+ArrayRemove, Maximum, Minimum), and the merge and update rules that apply them to stored
+fields. Each transform works on the stored value as Firestore's does: a field that is not a
+number (or not an array) is taken as missing."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from oncefire import codec
 from oncefire.clock import to_datetime
 from oncefire.errors import InvalidDocumentError
+from oncefire.model import codec
+from oncefire.model.index_keys import rank
 from oncefire.retry import is_real
 
 TOO_DEEP = codec.TOO_DEEP
@@ -40,12 +43,92 @@ class Increment:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class Maximum:
+    """A field transform: keep the larger of the stored number and `value`."""
+
+    value: int | float
+
+    def __post_init__(self) -> None:
+        _check_number(self, self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Minimum:
+    """A field transform: keep the smaller of the stored number and `value`."""
+
+    value: int | float
+
+    def __post_init__(self) -> None:
+        _check_number(self, self.value)
+
+
+def _check_number(transform: object, value: Any) -> None:
+    if not is_real(value):
+        raise InvalidDocumentError(
+            f"{type(transform).__name__}({value!r}): the value must be a finite int or float."
+        )
+
+
+class ArrayUnion:
+    """A field transform: add each value the stored array lacks, in order (a field that is
+    not an array becomes an array of these values)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any] | tuple[Any, ...]) -> None:
+        if not isinstance(values, list | tuple):
+            raise InvalidDocumentError(
+                f"ArrayUnion({values!r}) takes a list of values, such as ArrayUnion(['a'])."
+            )
+        self.values = list(values)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ArrayUnion)
+            and type(other) is type(self)
+            and other.values == self.values
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, codec.canonical(self.values)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.values!r})"
+
+
+class ArrayRemove(ArrayUnion):
+    """A field transform: remove every instance of these values from the stored array (a
+    field that is not an array becomes an empty array)."""
+
+    __slots__ = ()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _transform(current: Any, value: Any, now: float) -> Any:
     if value is SERVER_TIMESTAMP:
         return to_datetime(now)
     if isinstance(value, Increment):
-        base = current if isinstance(current, int | float) and not isinstance(current, bool) else 0
-        return base + value.amount
+        return (current if _is_number(current) else 0) + value.amount
+    if isinstance(value, Maximum | Minimum):
+        if not _is_number(current):
+            return value.value
+        pick = max if isinstance(value, Maximum) else min
+        return pick(current, value.value, key=lambda number: rank(number))
+    if isinstance(value, ArrayRemove):
+        gone = {rank(item) for item in _resolve(value.values, now)}
+        return [item for item in current if rank(item) not in gone] if type(current) is list else []
+    if isinstance(value, ArrayUnion):
+        out = list(current) if type(current) is list else []
+        seen = {rank(item) for item in out}
+        for item in _resolve(value.values, now):
+            if rank(item) not in seen:
+                seen.add(rank(item))
+                out.append(item)
+        return out
     if isinstance(value, dict):
         return {k: _resolve(v, now) for k, v in value.items()}
     return value

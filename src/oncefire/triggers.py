@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oncefire.budgets import Budget
 from oncefire.errors import ConfigError
 from oncefire.events import EventType, StoredEvent
-from oncefire.paths import Pattern
-from oncefire.rates import RateLimit
+from oncefire.model.budgets import Budget
+from oncefire.model.paths import Pattern
+from oncefire.model.rates import RateLimit
+from oncefire.model.schedules import Schedule
 from oncefire.retry import RetryPolicy, is_count, is_real
-from oncefire.schedules import Schedule
 from oncefire.tables import row_matches
 
 DOCUMENT_KINDS: dict[str, tuple[str, ...]] = {
@@ -133,6 +133,7 @@ class Trigger:
     is_change: bool = False  # event.data is a Change(before, after)
     dead_letter_topic: str | None = None
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
+    attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
     # Whether the function is an `async def`: asked twice an attempt, so found once.
     is_async: bool = field(init=False, repr=False, compare=False)
 

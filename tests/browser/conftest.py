@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from dashboard_shop import Shop, build
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import Shop, build
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from conftest import Served
-from dashboard_shop import Shop
+from tests.browser.conftest import Served
+from tests.dashboard_shop import Shop
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 def dead_tab(dashboard: Served) -> str:
@@ -30,6 +33,7 @@ def test_the_badge_count_rises_without_a_reload(shop: Shop, dashboard: Served, p
     assert page.evaluate("window.stillTheSamePage") is True  # no reload happened
 
 
+@pytest.mark.postgres_smoke
 def test_replay_moves_an_entry_out(shop: Shop, dashboard: Served, page: Any) -> None:
     shop.fail(2)
     first, second = shop.app.dead_letters.list()

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
-from conftest import Served
-from dashboard_shop import Shop
+from tests.browser.conftest import Served
+from tests.dashboard_shop import Shop
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 def test_pause_then_resume_a_function_from_the_functions_page(

@@ -14,10 +14,9 @@ import random
 import time
 from typing import Any
 
-import ledger
-
 from oncefire import App, LeaseLostError, RetryPolicy, idempotent
 from oncefire.events import Event
+from tests.chaos import ledger
 
 app = App()
 QUICK = RetryPolicy(max_attempts=30, first_delay=0.2, multiplier=2, max_delay=1)

@@ -6,7 +6,7 @@ It reports, per (function, key):
 - duplicate deliveries: more than one attempt started (allowed: delivery is at-least-once);
 - duplicate committed effects: more than one effect written through `tx.claim` (must be none);
 - orphan effects: an effect committed for a key whose write the store does not hold (a failover
-  that lost the write must lose its effect too: fencing, oncefire/fencing.py);
+  that lost the write must lose its effect too: fencing, oncefire/model/fencing.py);
 - unexplained duplicate outside effects: an `@idempotent` effect repeated although its earlier
   attempt neither failed nor was killed between the effect and the start of the repeat;
 - dead (with the attempts charged), expired, unfinished (still pending or running);
@@ -19,7 +19,7 @@ import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ledger import Entry
+from tests.chaos.ledger import Entry
 
 Key = tuple[str, str]  # (function, key)
 

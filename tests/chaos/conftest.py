@@ -7,16 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import FULL, QUICK, Profile
+
+from tests.chaos.harness import FULL, QUICK, Profile
 
 _databases = itertools.count()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is a chaos test."""
+    """Every test here is a chaos test; those with a ledger folder start worker processes, and
+    take seconds (left out of the quick run)."""
     for item in items:
         if "tests/chaos/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.chaos)
+            if "folder" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.e2e)
+                item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ledger
 import pytest
-from checker import Delivery, Report, StoreFacts, check
 
 import oncefire
+from tests.chaos import ledger
+from tests.chaos.checker import Delivery, Report, StoreFacts, check
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]  # the checkout: chaos_app and producer import tests.chaos.ledger
 APP = HERE / "chaos_app.py"
 # The source this test imported (a worktree's, or a broken copy's under tools/broken_build.py),
 # so worker processes run it rather than whatever the editable install points at.
@@ -112,7 +113,7 @@ def environment(store: str, folder: Path, **extra: str) -> dict[str, str]:
     """The environment of worker and producer processes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONCEFIRE_")}
     env.update(FAST, ONCEFIRE_STORE=store, CHAOS_LEDGER=str(folder), **extra)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(SOURCE)])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SOURCE)])
     return env
 
 

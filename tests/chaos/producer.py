@@ -12,9 +12,8 @@ import os
 import sys
 import time
 
-import ledger
-
 from oncefire.errors import OncefireError
+from tests.chaos import ledger
 
 
 def produce(argv: list[str]) -> None:
@@ -23,7 +22,8 @@ def produce(argv: list[str]) -> None:
     first, count, batch = (int(a) for a in argv[4:7])
     prefix = argv[7] if len(argv) > 7 else "k"
     book = ledger.Ledger(folder, "producer")
-    from chaos_app import app  # its functions registered before the first write (issue 11.1)
+    # Its functions are registered before the first write (issue 11.1).
+    from tests.chaos.chaos_app import app
 
     app.store  # noqa: B018 - opens the store (from $ONCEFIRE_STORE) and registers them
     pause = float(os.environ.get("CHAOS_PAUSE", "0"))

@@ -17,10 +17,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import ledger
-from checker import check
-from harness import ONCEFIRE, Workers, facts, produce, unsettled, wait_for
-from ledger import Entry
+from tests.chaos import ledger
+from tests.chaos.checker import check
+from tests.chaos.harness import ONCEFIRE, Workers, facts, produce, unsettled, wait_for
+from tests.chaos.ledger import Entry
 
 EVENTS = 600
 REPEAT_BOUND = 5.0  # seconds before the backup within which a first run's record may miss it

@@ -7,7 +7,7 @@ import random
 import time
 from pathlib import Path
 
-from harness import Profile, Workers, produce, unsettled, verdict, wait_for
+from tests.chaos.harness import Profile, Workers, produce, unsettled, verdict, wait_for
 
 CAP = 2  # chaos_app.capped
 

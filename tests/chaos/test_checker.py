@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import ledger
 import pytest
-from checker import Delivery, StoreFacts, check
-from ledger import Entry
+
+from tests.chaos import ledger
+from tests.chaos.checker import Delivery, StoreFacts, check
+from tests.chaos.ledger import Entry
 
 F = "record"
 

@@ -9,7 +9,7 @@ acknowledged), no effect is committed twice or for a write that is not there, no
 undone. Asynchronous: what is lost is the writes acknowledged while the standby was behind,
 each producer transaction whole or not at all (a document never without its event), and still
 no orphan effect: a worker that ran a delivery the failover lost cannot commit its effect on
-the new primary (oncefire/fencing.py; without it, every run here commits some).
+the new primary (oncefire/model/fencing.py; without it, every run here commits some).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import time
 from functools import partial
 from pathlib import Path
 
-import ledger
 import pytest
-from harness import Workers, outcomes, produce, rows, unsettled, verdict, wait_for
 
-from pg_cluster import Cluster, replicated
+from tests.chaos import ledger
+from tests.chaos.harness import Workers, outcomes, produce, rows, unsettled, verdict, wait_for
+from tests.pg_cluster import Cluster, replicated
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

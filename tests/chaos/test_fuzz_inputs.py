@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from harness import rows
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +26,7 @@ from oncefire import App, RetryPolicy
 from oncefire.cli import main
 from oncefire.errors import OncefireError
 from oncefire.events import Event
+from tests.chaos.harness import rows
 
 FUZZ = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

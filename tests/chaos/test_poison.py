@@ -14,8 +14,17 @@ import random
 import time
 from pathlib import Path
 
-import ledger
-from harness import Profile, Workers, outcomes, produce, rows, unsettled, verdict, wait_for
+from tests.chaos import ledger
+from tests.chaos.harness import (
+    Profile,
+    Workers,
+    outcomes,
+    produce,
+    rows,
+    unsettled,
+    verdict,
+    wait_for,
+)
 
 ATTEMPTS = 3  # chaos_app.POISON
 KINDS = ("raise-", "exit-", "hang-")

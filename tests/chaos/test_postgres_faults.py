@@ -9,9 +9,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import ledger
 import pytest
-from harness import Profile, Workers, outcomes, produce, unsettled, verdict, wait_for
+
+from tests.chaos import ledger
+from tests.chaos.harness import Profile, Workers, outcomes, produce, unsettled, verdict, wait_for
 
 pytestmark = pytest.mark.postgres
 

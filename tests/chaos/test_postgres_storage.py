@@ -21,10 +21,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from harness import Workers, produce, unsettled, verdict, wait_for
 
 from oncefire import App
 from oncefire.errors import OncefireError
+from tests.chaos.harness import Workers, produce, unsettled, verdict, wait_for
 
 pytestmark = pytest.mark.postgres
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Workers, produce, rows, unsettled, verdict, wait_for
 
 from oncefire import App
 from oncefire.errors import OncefireError
+from tests.chaos.harness import Workers, produce, rows, unsettled, verdict, wait_for
 
 
 def mount(*argv: str) -> None:
@@ -69,7 +69,7 @@ def test_a_read_only_store_refuses_writes_clearly_and_work_resumes(
             before = workers.children()
             workers.kill(before[0])
             wait_for("a new worker", lambda: set(workers.children()) - set(before), 30)
-            wait_for("it to open the store", lambda: "readonly" in workers.log.read_text(), 30)
+            wait_for("it to open the store", lambda: "read-only" in workers.log.read_text(), 30)
         finally:
             subprocess.run(["umount", "-l", str(store_dir)], check=True, timeout=30)
         assert produce(store, folder, "items", "record", 100, first=100).wait(60) == 0

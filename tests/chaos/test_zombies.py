@@ -9,11 +9,20 @@ import os
 import signal
 from pathlib import Path
 
-import ledger
 import pytest
-from harness import FULL, Profile, Workers, outcomes, produce, unsettled, verdict, wait_for
 
-from stopping import stop_outside_a_write
+from tests.chaos import ledger
+from tests.chaos.harness import (
+    FULL,
+    Profile,
+    Workers,
+    outcomes,
+    produce,
+    unsettled,
+    verdict,
+    wait_for,
+)
+from tests.stopping import stop_outside_a_write
 
 
 def first(folder: Path, kind: str, attempt: int) -> ledger.Entry | None:

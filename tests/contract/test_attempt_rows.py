@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+import pytest
+
 from oncefire import App
 from oncefire.events import Event
 from oncefire.stores import migrations
@@ -95,6 +97,7 @@ def build_schema_3(store_url: str, t0: float) -> None:
                 conn.execute(statement.encode())
 
 
+@pytest.mark.empty_store
 def test_an_upgrade_keeps_a_running_attempt_and_its_start(
     store_url: str, make_app: Callable[..., App], clock: TestClock
 ) -> None:

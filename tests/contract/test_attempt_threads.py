@@ -10,9 +10,9 @@ import threading
 import time
 
 from oncefire import App
+from oncefire.engine.attempts import Flights
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.flights import Flights
-from oncefire.worker import Worker
 
 WAIT = 10.0
 

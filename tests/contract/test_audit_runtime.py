@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from oncefire import App, RetryPolicy
 from oncefire.audit import Thresholds
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
-from oncefire.worker import Worker
 
 EVERY_SECOND = RetryPolicy(max_attempts=12, first_delay=1, multiplier=1, max_delay=1)
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from oncefire import App, backups, idempotent
+from oncefire import App, idempotent
 from oncefire.cli import main
 from oncefire.errors import ConfigError, StoreError
 from oncefire.events import Event
+from oncefire.operations import backups
 from oncefire.testing import TestClock, deliver, make_event
 
 MINUTE = 60.0

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire.alerts import check_alerts
 from oncefire.errors import ConfigError
 from oncefire.events import Event
+from oncefire.features.alerts import check_alerts
 from oncefire.testing import TestClock
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire.alerts import check_alerts
 from oncefire.errors import ConfigError
 from oncefire.events import Event
+from oncefire.features.alerts import check_alerts
 from oncefire.testing import TestClock
 
 TRIP = {"failure_rate": 0.5, "min_attempts": 20}

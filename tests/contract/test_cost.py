@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from oncefire import App, PermanentError, RetryPolicy
-from oncefire.cost import CostReport
 from oncefire.errors import PriceTableError
 from oncefire.events import Event
+from oncefire.features.cost import CostReport
 from oncefire.testing import TestClock
 
 DAY = 86400.0

@@ -18,14 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from worker_support import WAIT, app_of, learned_worker, turn_until
 
-from oncefire import App, RetryPolicy, execution
+from oncefire import App, RetryPolicy
+from oncefire.engine import execution
+from oncefire.engine.rescue import rescue
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.rescue import rescue
 from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
+from tests.contract.worker_support import WAIT, app_of, learned_worker, turn_until
 
 LEASE = 30.0
 

@@ -10,8 +10,8 @@ import pytest
 
 from oncefire import App
 from oncefire.clock import SystemClock
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.worker import Worker
 
 SKEW = 60.0
 LEASE = 30.0

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, deadletters
+from oncefire import App
 from oncefire.events import Event
+from oncefire.operations import deadletters
 from oncefire.stores.base import error_group_of
 from oncefire.testing import TestClock
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from oncefire import App, ConfigError
-from oncefire.deadletters import BoundedCount
 from oncefire.events import Event
+from oncefire.operations.deadletters import BoundedCount
 
 
 def bury_orders(app: App, n: int) -> None:

@@ -8,11 +8,11 @@ import time
 from typing import Any
 
 from oncefire import App, Increment, RetryPolicy
+from oncefire.engine.execution import MAX_ERROR_CHARS
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.execution import MAX_ERROR_CHARS
 from oncefire.stores.base import Ending, Lease, Leased
 from oncefire.testing import TestClock, deliver, make_event
-from oncefire.worker import Worker
 
 LEASE = 30.0  # the default Settings.lease
 

@@ -19,8 +19,8 @@ from oncefire import (
     InvalidPathError,
     OncefireError,
 )
-from oncefire.codec import MAX_DOCUMENT_BYTES
 from oncefire.events import Event
+from oncefire.model.codec import MAX_DOCUMENT_BYTES
 from oncefire.testing import TestClock
 
 

@@ -87,7 +87,7 @@ def test_app_db_is_made_once_when_threads_ask_for_it_first(
         time.sleep(0.05)  # widens the window in which an unlocked check would let others in
         return real(*args)
 
-    monkeypatch.setattr("oncefire.runtime.Database", slow_database)
+    monkeypatch.setattr("oncefire.engine.runtime.Database", slow_database)
     seen: list[object] = []
 
     def first_use() -> None:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 import pytest
 
 from oncefire import App
-from oncefire.catalogue import FORGOTTEN
+from oncefire.engine.worker import Worker
 from oncefire.errors import FunctionNotFoundError
 from oncefire.events import Event
+from oncefire.operations.functions import FORGOTTEN
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 
 
 def register_send(app: App, seen: list[str] | None = None) -> None:

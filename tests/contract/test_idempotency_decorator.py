@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from idempotency_support import (
+
+from oncefire import App, PayloadMismatchError, PermanentError, idempotent
+from oncefire.events import Event
+from oncefire.testing import TestClock, deliver, make_event
+from tests.contract.idempotency_support import (
     LEASE,
     POLICY,
     Boom,
@@ -21,10 +25,6 @@ from idempotency_support import (
     order_event,
     record_of,
 )
-
-from oncefire import App, PayloadMismatchError, PermanentError, idempotent
-from oncefire.events import Event
-from oncefire.testing import TestClock, deliver, make_event
 
 # -- @idempotent ------------------------------------------------------------------------
 
@@ -228,7 +228,7 @@ def test_every_in_progress_claim_has_a_finite_expiry(app: App, clock: TestClock)
     assert record.lease_until == now + LEASE
     assert record.expires_at == now + 3600
     clock.advance(3600)  # the holder died and no retry came: the sweep still removes it
-    from oncefire import ttl
+    from oncefire.features import ttl
 
     assert ttl.sweep(app.runtime) == 1
     assert record_of(app, event.id) is None

@@ -12,13 +12,21 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from idempotency_support import LEASE, POLICY, WAIT, Boom, order_event, outcomes, record_of
 
 from oncefire import App, idempotent
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.stores.base import Completed, Ending, IdempotencyCompletion, Lease
 from oncefire.testing import deliver
-from oncefire.worker import Worker
+from tests.contract.idempotency_support import (
+    LEASE,
+    POLICY,
+    WAIT,
+    Boom,
+    order_event,
+    outcomes,
+    record_of,
+)
 
 
 def charging(effects: list[str]) -> Callable[[Event], str]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from idempotency_support import LEASE, POLICY, RACERS, WAIT, counter, order_event
-
 from oncefire import App, Increment, idempotent
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import LEASE, POLICY, RACERS, WAIT, counter, order_event
 
 # -- races ------------------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ from dataclasses import asdict
 from typing import Any
 
 import pytest
-from idempotency_support import LEASE, POLICY, T0, message_event, order_event, record_of
 
 from oncefire import App, idempotent
 from oncefire.errors import StoreUnavailableError
@@ -21,6 +20,14 @@ from oncefire.stores import queries
 from oncefire.stores.base import Completed, IdempotencyCompletion, IdempotencyRecord, Store
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import (
+    LEASE,
+    POLICY,
+    T0,
+    message_event,
+    order_event,
+    record_of,
+)
 
 SQL_POSTGRES = queries.load("postgres")
 
@@ -300,6 +307,7 @@ def test_a_completion_cut_off_by_a_postgres_restart_lands_after_the_reconnect(
         app.close()
 
 
+@pytest.mark.slow
 def test_a_holder_cut_off_from_the_store_past_its_lease_is_not_repeated_by_another_worker(
     app: App, clock: TestClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

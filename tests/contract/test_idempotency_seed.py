@@ -1,4 +1,4 @@
-"""The seed scenario, oncefire/demo.py's charge, delivered twice and while it runs.
+"""The seed scenario, oncefire/demo/orders.py's charge, delivered twice and while it runs.
 
 Each test delivers the same event several times through the full attempt path (claim,
 run, record), as a platform redelivering it would, and counts the side effects. A
@@ -17,17 +17,17 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from idempotency_support import Gate, deliver_in_background, order_event, outcomes
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import Gate, deliver_in_background, order_event, outcomes
 
-# -- the seed scenario: oncefire/demo.py --------------------------------------------------
+# -- the seed scenario: oncefire/demo/orders.py --------------------------------------------------
 
 
 def load_orders_example() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "src" / "oncefire" / "demo.py"
+    path = Path(__file__).resolve().parents[2] / "src" / "oncefire" / "demo" / "orders.py"
     spec = importlib.util.spec_from_file_location("orders_example_under_test", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -6,10 +6,10 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from idempotency_support import record_of
 
 from oncefire import App, ClaimHeldError, Increment, PayloadMismatchError
 from oncefire.clock import to_datetime
@@ -23,6 +23,9 @@ from oncefire.idempotency import (
     _release,
 )
 from oncefire.testing import TestClock
+from tests.contract.idempotency_support import record_of
+
+pytestmark = pytest.mark.slow  # a stateful search over many steps
 
 # -- the state machine, as a model-based test (SQLite) ----------------------------------
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import threading
 
 import pytest
-from idempotency_support import (
+
+from oncefire import App, ClaimHeldError, idempotent
+from oncefire.events import Event
+from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _finish, _Hold
+from oncefire.stores.base import IdempotencyRecord
+from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import (
     LEASE,
     POLICY,
     RACERS,
@@ -27,12 +33,6 @@ from idempotency_support import (
     record_of,
     rescue,
 )
-
-from oncefire import App, ClaimHeldError, idempotent
-from oncefire.events import Event
-from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _finish, _Hold
-from oncefire.stores.base import IdempotencyRecord
-from oncefire.testing import TestClock, deliver
 
 
 def test_key_held_by_a_live_lease_is_a_transient_failure_retried_after_the_lease(

@@ -11,11 +11,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from idempotency_support import LEASE, POLICY, Boom, count_orders, counter, order_event
 
 from oncefire import App, Increment, InvalidDocumentError, TransactionError
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
+from tests.contract.idempotency_support import (
+    LEASE,
+    POLICY,
+    Boom,
+    count_orders,
+    counter,
+    order_event,
+)
 
 # -- tx.claim ---------------------------------------------------------------------------
 

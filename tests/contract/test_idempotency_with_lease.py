@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from idempotency_support import record_of
-from worker_support import WAIT, app_of, learned_worker, turn_until
 
 from oncefire import App, RetryPolicy, idempotent
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.idempotency import QUEUED_FOR, TAKE_OVER_AFTER
 from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
+from tests.contract.idempotency_support import record_of
+from tests.contract.worker_support import WAIT, app_of, learned_worker, turn_until
 
 LEASE = 30.0
 WITH_LEASE = re.compile(r"^\d+\.1\.[0-9a-f]{32}$")  # "<delivery id>.<attempt>.<random>"

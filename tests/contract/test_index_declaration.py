@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from tests.conftest import postgres_url
 
 from oncefire import App
 from oncefire.query import index_key
@@ -70,8 +69,10 @@ def waiting_for_the_write_lock(
         return refused.is_set
     import psycopg
 
+    url = app.store.url
+
     def is_waiting() -> bool:
-        with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        with psycopg.connect(url, autocommit=True) as conn:
             return bool(
                 conn.execute(
                     "SELECT count(*) FROM pg_locks"

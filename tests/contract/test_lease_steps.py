@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from oncefire import App
+from oncefire.engine.worker import Worker
 from oncefire.errors import StoreError
 from oncefire.events import Event
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 
 
 def orders(app: App, n: int) -> list[str]:

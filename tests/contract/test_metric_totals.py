@@ -7,13 +7,14 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from oncefire import App, idempotent
-from oncefire.dashboard.metrics import exposition
 from oncefire.events import Event
 from oncefire.stores import migrations
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard.metrics import exposition
 
 DAY = 86400.0
 
@@ -132,6 +133,7 @@ def make_old_store(url: str) -> None:
             pg.execute(statement.encode())
 
 
+@pytest.mark.empty_store  # it makes an older schema itself
 def test_an_upgraded_store_starts_its_totals_from_its_hour_buckets(
     store_url: str, make_app: Callable[..., App]
 ) -> None:

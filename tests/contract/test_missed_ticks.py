@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, ticks
+from oncefire import App
 from oncefire.events import Event
+from oncefire.features import ticks
 from oncefire.testing import TestClock
 
 MINUTE = 60.0

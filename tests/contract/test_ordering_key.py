@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from oncefire import App
+from oncefire.engine.routing import Keeper, offer_unrouted
 from oncefire.errors import ConfigError
 from oncefire.events import Event
-from oncefire.keeper import Keeper, offer_unrouted
 from oncefire.testing import TestClock
 
 

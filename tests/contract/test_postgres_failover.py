@@ -20,7 +20,7 @@ from oncefire.cli import main
 from oncefire.errors import StoreUnavailableError
 from oncefire.events import Event
 from oncefire.stores import postgres_hosts, postgres_pool
-from pg_cluster import Cluster, replicated
+from tests.pg_cluster import Cluster, replicated
 
 pytestmark = pytest.mark.postgres
 

@@ -15,9 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreError
 from oncefire.events import StoredEvent
+from oncefire.model import codec
 from oncefire.retry import Outcome
 from oncefire.stores import migrations, postgres_listener, postgres_pool, queries
 from oncefire.stores.base import (
@@ -439,6 +440,7 @@ def test_max_instances_holds_across_stores_sharing_one_database(
     assert lease(stores[0], "late", 5, {"f": 3}) == []  # the three leases still run
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_worker_frozen_inside_its_lease_transaction_stalls_the_others_for_seconds_only(
     open_store: Callable[..., PostgresStore],
@@ -729,6 +731,7 @@ def test_workers_on_other_connections_end_attempts_of_one_bucket_without_waiting
 
 
 @pytest.mark.postgres
+@pytest.mark.empty_store
 def test_new_deliveries_fill_pages_together_in_a_store_upgraded_with_a_history(
     open_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
 ) -> None:

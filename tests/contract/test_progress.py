@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from oncefire import App
+from oncefire.engine.progress import INTERVAL, Progress
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.progress import INTERVAL, Progress
-from oncefire.worker import Worker
 
 
 class Ticks:
@@ -24,7 +24,7 @@ class Ticks:
 
 
 def progress_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "oncefire.progress"]
+    return [r.getMessage() for r in caplog.records if r.name == "oncefire.engine.progress"]
 
 
 def test_a_line_every_interval_while_attempts_end_and_none_while_idle(
@@ -38,7 +38,7 @@ def test_a_line_every_interval_while_attempts_end_and_none_while_idle(
         app.publish("orders", {"n": n})
     ticks = Ticks()
     progress = Progress(app.runtime, "worker w", ["take"], clock=ticks)
-    caplog.set_level(logging.INFO, logger="oncefire.progress")
+    caplog.set_level(logging.INFO, logger="oncefire.engine.progress")
     ticks.now = INTERVAL - 0.1
     progress.tick(2)  # too soon
     ticks.now = 2 * INTERVAL
@@ -70,7 +70,7 @@ def test_a_drain_reports_through_its_maintenance(
     worker = Worker(app.runtime, functions=["take"])
     ticks = Ticks()
     worker.progress = Progress(app.runtime, "worker w", worker.functions, clock=ticks)
-    caplog.set_level(logging.INFO, logger="oncefire.progress")
+    caplog.set_level(logging.INFO, logger="oncefire.engine.progress")
     assert worker.drain().attempts == 3
     assert progress_lines(caplog) == []  # no time passed
     ticks.now = INTERVAL

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.documents import _index_entries
+from oncefire.model import codec
 from oncefire.stores import queries
 from oncefire.stores.sql_tx import SqlTx
 
@@ -149,6 +150,7 @@ def test_the_limit_ends_the_read(
     assert sum(rows_read) == len(expected), rows_read
 
 
+@pytest.mark.slow
 def test_a_stream_holds_one_page_of_a_large_collection(app: App) -> None:
     app.db.collection("big").index("n")
     fill(app, "big", 20_000)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oncefire import App
-from oncefire.index_keys import rank
+from oncefire.model.index_keys import rank
 from oncefire.query import _MISSING, Query, _compare
 
 MOMENT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -10,7 +10,7 @@ import pytest
 
 from oncefire import App
 from oncefire.errors import ConfigError
-from oncefire.rates import RateLimit
+from oncefire.model.rates import RateLimit
 from oncefire.testing import TestClock
 
 
@@ -34,6 +34,7 @@ def workers_sharing_a_limit(
     return apps, started
 
 
+@pytest.mark.slow
 def test_four_workers_together_start_at_most_the_rate(
     make_app: Callable[..., App], clock: TestClock
 ) -> None:
@@ -50,6 +51,7 @@ def test_four_workers_together_start_at_most_the_rate(
     assert 190 <= len(started) <= 210
 
 
+@pytest.mark.slow
 def test_a_slow_rate_spreads_starts_over_its_window(
     make_app: Callable[..., App], clock: TestClock
 ) -> None:

@@ -13,10 +13,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from oncefire import App
-from oncefire.dashboard.server import create_app
 from oncefire.errors import StoreError
 from oncefire.events import Event
-from pg_cluster import Cluster, replicated
+from oncefire.web.dashboard.server import create_app
+from tests.pg_cluster import Cluster, replicated
 
 pytestmark = pytest.mark.postgres
 

@@ -148,10 +148,10 @@ def test_a_drain_warns_once_of_functions_it_does_not_define_whose_deliveries_wai
     old.db.document("orders/o2").set({"n": 2})
     new = make_app()
     shop(new, "charge_v2", runs)
-    with caplog.at_level(logging.WARNING, logger="oncefire.keeper"):
+    with caplog.at_level(logging.WARNING, logger="oncefire.engine.routing"):
         new.drain()
         new.drain()
-    warnings = [r.getMessage() for r in caplog.records if r.name == "oncefire.keeper"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "oncefire.engine.routing"]
     assert len(warnings) == 1, warnings
     assert "does not serve, with pending deliveries: charge (2);" in warnings[0]
     assert "oncefire functions rename OLD NEW" in warnings[0]

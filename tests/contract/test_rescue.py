@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from oncefire import App, RetryPolicy
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.stores.base import Leased
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 
 DEAD_HELD = 512
 LEASE = 30.0

@@ -10,12 +10,13 @@ from contextlib import closing
 
 import pytest
 
-from oncefire import App, PermanentError, idempotent, retention
+from oncefire import App, PermanentError, idempotent
+from oncefire.engine.worker import Worker
 from oncefire.errors import ConfigError, EventNotFoundError
 from oncefire.events import Event
-from oncefire.retention import purge_step
+from oncefire.features import retention
+from oncefire.features.retention import purge_step
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 
 DAY = 86400.0
 WEEK = 7 * DAY

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from oncefire import App, codec
+import pytest
+
+from oncefire import App
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.stores import migrations
 
 OLD_VERSION = 4  # before the catalogue version and the one-statement document write
@@ -46,6 +49,7 @@ def make_old_store(url: str) -> None:
             pg.execute(statement.encode())
 
 
+@pytest.mark.empty_store
 def test_an_older_store_upgrades_in_place_and_keeps_its_documents(
     store_url: str, make_app: Callable[..., App]
 ) -> None:

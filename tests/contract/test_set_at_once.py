@@ -5,23 +5,20 @@ alone on SQLite); its document and events must be those a transaction makes."""
 from __future__ import annotations
 
 import itertools
-import shutil
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import postgres_url, reset_postgres
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.testing import TestClock
 
 WRITES: list[dict[str, Any]] = [
@@ -271,9 +268,10 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
 
 # -- the one-statement write checked against the transaction's, on generated documents -----
 
+# The keys that tag a datetime or a GeoPoint are refused as a map's only key (codec.py).
 _keys = st.text(
     st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), min_size=1, max_size=6
-)
+).filter(lambda key: key not in ("$time", "$geo"))
 # Every finite float, -0.0 and 1e16 or more included (the codec writes them as jsonb keeps
 # them: 0.0, and in full); a write whose text codec.is_jsonb_exact doubts goes through a
 # transaction (and so does the next update of its document).
@@ -294,6 +292,7 @@ _values = st.recursive(
 _documents = st.dictionaries(_keys, _values, max_size=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -301,13 +300,13 @@ _documents = st.dictionaries(_keys, _values, max_size=4)
     jump=st.floats(0.0, 1e7),
 )
 def test_the_stores_own_write_makes_what_a_transaction_makes(
-    kind: str, writes: list[tuple[dict[str, Any], float]], jump: float
+    property_app: PropertyApp, kind: str, writes: list[tuple[dict[str, Any], float]], jump: float
 ) -> None:
     # The Python write (documents.Transaction.set, codec.dumps) is the definition of a
     # document's events; the store's own (PostgreSQL: the PL/pgSQL of migration 008; SQLite:
     # stores/sqlite_set_document.py) must make the same type, payload and size for any
     # document and any time, written to two paths at the same moments.
-    app, clock = _property_app(kind)
+    app, clock = property_app(kind)
     clock.advance(jump)  # a TestClock only moves forward: times of any fraction
     n = next(_examples)
     one, other = f"once/d{n}", f"tx/d{n}"
@@ -329,23 +328,34 @@ def test_the_stores_own_write_makes_what_a_transaction_makes(
 
 
 _examples = itertools.count()
-_apps: dict[str, tuple[App, TestClock]] = {}
+PropertyApp = Callable[[str], tuple[App, TestClock]]
 
 
-def _property_app(kind: str) -> tuple[App, TestClock]:
-    """One app (and clock) on a fresh store of a kind for all the examples: resetting the
-    store for each would dominate the test's time, and each example writes paths of its own."""
-    if kind not in _apps:
-        if kind == "postgres":
-            reset_postgres()
-            url = postgres_url()
-        else:
-            url = f"sqlite:///{tempfile.mkdtemp(prefix='oncefire-set-')}/oncefire.db"
-        clock = TestClock()
-        app = App(url, clock=clock)
-        app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
-        _apps[kind] = (app, clock)
-    return _apps[kind]
+@pytest.fixture(scope="module")
+def property_app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PropertyApp]:
+    """One app (and clock) on a fresh store of a kind for all the examples: a fresh store
+    for each would dominate the test's time, and each example writes paths of its own."""
+    apps: dict[str, tuple[App, TestClock]] = {}
+
+    def get(kind: str) -> tuple[App, TestClock]:
+        if kind not in apps:
+            if kind == "postgres":
+                url = request.getfixturevalue("postgres_databases").create()
+            else:
+                url = f"sqlite:///{tmp_path_factory.mktemp('set')}/oncefire.db"
+            clock = TestClock()
+            app = App(url, clock=clock)
+            app.db.document("other/x").set({"warm": True})  # the store now keeps a catalogue
+            apps[kind] = (app, clock)
+        return apps[kind]
+
+    yield get
+    for app, _ in apps.values():
+        app.close()
+        if app.store.dialect == "postgres":
+            request.getfixturevalue("postgres_databases").drop(app.store.url)
 
 
 def _events(app: App, path: str) -> list[tuple[str, Any, int]]:
@@ -357,19 +367,9 @@ def _events(app: App, path: str) -> list[tuple[str, Any, int]]:
     else:
         import psycopg
 
-        with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        with psycopg.connect(app.store.url, autocommit=True) as conn:
             rows = conn.execute(
                 "SELECT type, data::text, size FROM oncefire_events WHERE source = %s ORDER BY id",
                 (path,),
             ).fetchall()
     return [(kind, codec.loads(text), size) for kind, text, size in rows]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _close_property_app() -> Iterator[None]:
-    yield
-    for app, _ in _apps.values():
-        app.close()
-        if app.store.dialect == "sqlite":
-            shutil.rmtree(Path(app.store.url.removeprefix("sqlite:///")).parent)
-    _apps.clear()

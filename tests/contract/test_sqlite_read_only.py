@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from oncefire import App
+from oncefire.engine.worker import Worker
 from oncefire.errors import StoreError
 from oncefire.events import Event
-from oncefire.worker import Worker
 
 WAIT = 20.0
 
@@ -56,6 +56,7 @@ def make(url: str, ran: list[str]) -> App:
     return app
 
 
+@pytest.mark.slow
 def test_a_worker_started_on_a_read_only_store_serves_once_write_access_returns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -72,7 +73,7 @@ def test_a_worker_started_on_a_read_only_store_serves_once_write_access_returns(
         with read_only(folder):
             with pytest.raises(StoreError, match=r"store at .* is read-only"):
                 worker_app.drain()
-            caplog.set_level(logging.ERROR, logger="oncefire.worker")
+            caplog.set_level(logging.ERROR, logger="oncefire.engine.worker")
             serving.start()  # a worker started while the files are read-only
             deadline = time.monotonic() + WAIT
             while "is read-only" not in caplog.text:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oncefire import App, SchemaVersionError, StoreError, codec
+from oncefire import App, SchemaVersionError, StoreError
+from oncefire.model import codec
 from oncefire.stores import migrations, sqlite_connections
 from oncefire.stores.sqlite import SqliteStore
 from oncefire.testing import TestClock

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from oncefire import App, PermanentError, idempotent
-from oncefire.buckets import bin_of, hour_of, percentile
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
+from oncefire.model.buckets import bin_of, hour_of, percentile
 from oncefire.testing import TestClock, deliver, make_event
-from oncefire.worker import Worker
 
 HOUR = 3600.0
 DURATIONS = [0.0004, 0.002, 0.004, 0.02, 0.07, 0.3, 0.7, 1.5, 3.0, 7.0, 20.0, 45.0, 100.0, 400.0]

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oncefire import App, codec
+from oncefire import App
 from oncefire.errors import InvalidDocumentError, InvalidPathError, OncefireError
 from oncefire.events import Event
+from oncefire.model import codec
 
 
 def event_count(url: str) -> int:
@@ -196,7 +197,7 @@ def test_an_http_request_with_nul_is_answered_alike_by_every_store(app: App) -> 
     # PostgreSQL answered 500 (its event could not be stored) where SQLite served the request.
     from starlette.testclient import TestClient
 
-    from oncefire.http import build_asgi
+    from oncefire.web.http_functions import build_asgi
 
     @app.on_request("/items/{id}", methods=["GET", "POST"])
     def items(event: Event) -> dict[str, Any]:

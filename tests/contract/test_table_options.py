@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, keeper
+from oncefire import App
+from oncefire.engine import routing as keeper
+from oncefire.engine.ordering import key_deliveries
+from oncefire.engine.routing import route_new
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.keeper import route_new
-from oncefire.ordering import key_deliveries
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
-from table_writers import Writer, make_writer
+from tests.table_writers import Writer, make_writer
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 
 from oncefire import App
 from oncefire.cli import main
+from oncefire.engine.routing import Keeper
 from oncefire.errors import ConfigError
 from oncefire.events import Event, RowChange
-from oncefire.keeper import Keeper
 from oncefire.testing import TestClock, deliver, make_event
-from table_writers import Writer, make_writer
+from tests.table_writers import Writer, make_writer
 
 WRITERS = ["sqlalchemy", "driver"]
 

@@ -9,11 +9,13 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from oncefire import App
 from oncefire.events import Event
 from oncefire.stores import migrations
 from oncefire.tables import changed_tables
-from table_writers import make_writer
+from tests.table_writers import make_writer
 
 BEFORE = 15  # a schema whose table triggers wrote into oncefire_events (up to 17)
 ROW = "json_object('id', NEW.id, 'status', NEW.status, 'amount', NEW.amount, 'note', NEW.note)"
@@ -66,6 +68,7 @@ def make_store_watching_orders(url: str, before: int = BEFORE) -> None:
             pg.execute(statement.encode())
 
 
+@pytest.mark.empty_store
 def test_a_watched_table_keeps_its_events_across_the_upgrade_and_migrate_remakes_its_triggers(
     store_url: str, make_app: Callable[..., App]
 ) -> None:
@@ -100,6 +103,7 @@ def test_a_watched_table_keeps_its_events_across_the_upgrade_and_migrate_remakes
         writer.close()
 
 
+@pytest.mark.empty_store
 def test_changes_captured_before_schema_23_and_not_moved_reach_their_function(
     store_url: str, make_app: Callable[..., App]
 ) -> None:

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from oncefire import App, Change, ConfigError, DocumentSnapshot, Message, codec, testing
+from oncefire import App, Change, ConfigError, DocumentSnapshot, Message, testing
 from oncefire.events import Event
+from oncefire.model import codec
 from oncefire.testing import TestClock, deliver, make_event
 
 oncefire_app = testing.oncefire_app  # the fixture, as a user's conftest would import it

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, Increment, idempotent, ttl
+from oncefire import App, Increment, idempotent
 from oncefire.clock import to_datetime
 from oncefire.events import Event
+from oncefire.features import ttl
 from oncefire.stores.sql_tx import SqlTx
 from oncefire.testing import TestClock, deliver, make_event
 

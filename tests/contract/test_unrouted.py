@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from oncefire import App, keeper
+from oncefire import App
+from oncefire.engine import routing as keeper
+from oncefire.engine.routing import route_new
+from oncefire.engine.worker import Worker
 from oncefire.events import Event, StoredEvent
-from oncefire.keeper import route_new
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
 
 
 def test_message_published_before_its_function_is_delivered_later(

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from oncefire import App
+from oncefire.engine.worker import Worker
 from oncefire.events import Event
-from oncefire.worker import Worker
 
 
 def test_a_second_worker_gets_work_while_the_first_runs_slow_attempts(app: App) -> None:

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from oncefire import App, Retry, RetryPolicy
-from oncefire import execution as execution_module
+from oncefire.engine import execution as execution_module
+from oncefire.engine.worker import Worker
 from oncefire.errors import ConfigError, StoreError, StoreUnavailableError
 from oncefire.events import Event
 from oncefire.stores.base import Ending, Lease
 from oncefire.testing import TestClock
 from oncefire.triggers import Options, Trigger
-from oncefire.worker import Worker
 
 WAIT = 10.0  # longest a test waits for another thread before it fails
 LEASE = 30.0
@@ -404,6 +404,7 @@ def test_an_ended_attempt_is_recorded_while_others_run_and_wait(
     assert runs.count[quick] == runs.count[blocked] == 1 and runs.count[queued] <= 1
 
 
+@pytest.mark.slow
 def test_a_second_worker_gets_work_while_the_first_is_busy(make_app: Callable[..., App]) -> None:
     runs, first, second = two_workers(make_app, poll_interval=0.01)
     blocked, *rest = publish(first, {"block": True}, *({"n": n} for n in range(4)))

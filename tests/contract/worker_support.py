@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from oncefire import App
-from oncefire.worker import Worker
+from oncefire.engine.worker import Worker
 
 WAIT = 10.0  # longest a test waits for another thread before it fails
 

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from dashboard_shop import Shop, build
-from oncefire.alerts import check_alerts
-from oncefire.deadletters import DeadLetter
+from oncefire.engine.worker import Worker
 from oncefire.errors import ConfigError
+from oncefire.features.alerts import check_alerts
+from oncefire.operations.deadletters import DeadLetter
 from oncefire.testing import TestClock
-from oncefire.worker import Worker
+from tests.dashboard_shop import Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -25,6 +27,7 @@ def shop(store_url: str, clock: TestClock) -> Iterator[Shop]:
     shop.app.close()
 
 
+@pytest.mark.postgres_smoke
 def test_each_dead_letter_is_notified_once_across_workers(
     shop: Shop, store_url: str, clock: TestClock
 ) -> None:

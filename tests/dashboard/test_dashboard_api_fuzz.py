@@ -9,9 +9,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from dashboard_shop import SECRET, TOKEN, build
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import SECRET, TOKEN, build
 
 
 @pytest.fixture
@@ -28,6 +28,7 @@ def api_schema(sqlite_url: str) -> Iterator[Any]:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_api_never_answers_with_a_server_error(case: Any) -> None:
@@ -40,6 +41,6 @@ def test_the_api_never_answers_with_a_server_error(case: Any) -> None:
 def test_the_openapi_document_is_valid_openapi_3(sqlite_url: str) -> None:
     from openapi_spec_validator import validate
 
-    from oncefire.dashboard.openapi import document
+    from oncefire.web.dashboard.openapi import document
 
     validate(document())

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -29,6 +31,7 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.postgres_smoke
 def test_pause_and_resume_through_the_api_hold_and_release_the_function(shop: Shop) -> None:
     http = TestClient(create_app(shop.app, token=TOKEN, allowed_hosts=["testserver"]))
     bearer = {"Authorization": f"Bearer {SECRET}"}

@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard_shop import build
+import pytest
+
 from oncefire import App
+from tests.dashboard_shop import build
 
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 
@@ -107,6 +109,7 @@ def test_dashboard_serves_beyond_loopback_with_a_token_file(
         server.communicate(timeout=30)
 
 
+@pytest.mark.slow
 def test_cli_dead_letter_and_brake_actions_are_in_the_audit_log(sqlite_url: str) -> None:
     shop = build(sqlite_url)
     shop.fail(5)

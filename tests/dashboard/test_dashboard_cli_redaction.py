@@ -11,8 +11,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from dashboard_shop import build
-from oncefire.dashboard import create_app
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import build
 
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 SECRETS = ("hunter2", "k-123", "Bearer abc", "c-456")

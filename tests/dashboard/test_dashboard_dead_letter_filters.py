@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-import oncefire.dashboard.views
-import oncefire.deadletters
-from dashboard_shop import Shop, build
-from oncefire.dashboard import create_app
+import oncefire.operations.deadletters
+import oncefire.web.dashboard.views
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -37,10 +39,11 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.postgres_smoke
 def test_an_error_text_filter_over_the_window_says_its_count_is_a_lower_bound(
     shop: Shop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(oncefire.deadletters, "SEARCH_WINDOW", 3)
+    monkeypatch.setattr(oncefire.operations.deadletters, "SEARCH_WINDOW", 3)
     http = client(shop)
     api = "/api/functions/charge/dead-letters"
     found = http.get(api, params={"error": "refused"}).json()
@@ -71,6 +74,7 @@ def test_an_error_text_filter_that_read_every_dead_letter_is_exact(shop: Shop) -
     assert "search-older" not in tab
 
 
+@pytest.mark.postgres_smoke
 def test_a_group_filter_counts_and_lists_exactly_that_group(shop: Shop) -> None:
     http = client(shop)
     api = "/api/functions/charge/dead-letters"
@@ -108,7 +112,7 @@ def test_a_bulk_replay_of_a_group_acts_on_the_group_and_says_how_many(shop: Shop
 def test_a_group_past_the_count_cap_says_its_count_is_a_lower_bound(
     shop: Shop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(oncefire.deadletters, "GROUP_COUNT_CAP", 2)
+    monkeypatch.setattr(oncefire.operations.deadletters, "GROUP_COUNT_CAP", 2)
     http = client(shop)
     api = "/api/functions/charge/dead-letters"
     group = {"group": "ConnectionError: card refused"}  # 3 dead letters
@@ -126,7 +130,7 @@ def test_a_group_past_the_count_cap_says_its_count_is_a_lower_bound(
 def test_a_bulk_replay_from_the_dashboard_goes_in_batches_and_replays_every_match(
     shop: Shop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(oncefire.dashboard.views, "BULK_BATCH", 2)
+    monkeypatch.setattr(oncefire.web.dashboard.views, "BULK_BATCH", 2)
     store = shop.app.store
     statements: list[int] = []
     replay = store.replay

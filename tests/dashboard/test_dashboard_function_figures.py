@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App, RetryPolicy, idempotent
-from oncefire.dashboard import create_app
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -103,6 +105,7 @@ def test_the_functions_page_and_api_show_options_failures_backlog_and_oldest_age
     assert (failures, pending, oldest, dead) == ("6", "3", "41 s", "2")
 
 
+@pytest.mark.postgres_smoke
 def test_the_triggers_tab_shows_p50_and_p95_of_known_durations(app: App, clock: TestClock) -> None:
     @app.on_message("images", name="resize")
     def resize(event: Any) -> None:

@@ -10,12 +10,14 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from dashboard_shop import SECRET, TOKEN, Shop, build
 from oncefire import App
-from oncefire.dashboard import create_app
-from oncefire.dashboard.security import check_bind, load_tokens
 from oncefire.errors import ConfigError
 from oncefire.testing import TestClock
+from oncefire.web.dashboard import create_app
+from oncefire.web.dashboard.security import check_bind, load_tokens
+from tests.dashboard_shop import SECRET, TOKEN, Shop, build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 
 @pytest.fixture
@@ -36,6 +38,7 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.postgres_smoke
 def test_pages_show_functions_dead_letters_and_events(shop: Shop) -> None:
     shop.succeed(2)
     shop.fail(1, error="<script>alert(1)</script>")

@@ -6,14 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from dashboard_shop import build
 from oncefire import App, Increment, idempotent
-from oncefire.dashboard import create_app
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
+from oncefire.web.dashboard import create_app
+from tests.dashboard_shop import build
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -35,6 +38,7 @@ def of(function: str, **labels: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted({"function": function, **labels}.items()))
 
 
+@pytest.mark.postgres_smoke
 def test_counters_count_attempts_dead_letters_and_the_gauges_say_now(
     store_url: str, clock: TestClock
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from oncefire import App
-from oncefire.dashboard.metrics import exposition
+from oncefire.web.dashboard.metrics import exposition
 
 DOCS = Path(__file__).parents[2] / "docs"
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type hints

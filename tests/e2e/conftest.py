@@ -1,4 +1,5 @@
-"""Fixtures of the command-line tests: a store, `oncefire` run on it, dead letters in it."""
+"""Fixtures of the command-line tests: a store, `oncefire` run on it, dead letters in it, and
+the installed wheel."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, Run
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import ONCEFIRE, Run
+from tests.wheel_env import WheelEnv, installed_wheel
 
 
 @pytest.fixture
@@ -64,3 +66,11 @@ def dead_letters(store: str) -> list[int]:
     ids = [d.id for d in app.dead_letters.list()]
     app.close()
     return ids
+
+
+@pytest.fixture(scope="session")
+def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> WheelEnv:
+    """oncefire's wheel installed in a fresh virtualenv, made once per test run."""
+    base = tmp_path_factory.getbasetemp()
+    # xdist workers each have a folder in the run's: the wheel goes into the run's.
+    return installed_wheel(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import Run, assert_user_error
+
+from tests.e2e.cli_support import Run, assert_user_error
 
 
+@pytest.mark.slow
 def test_doc_set_get_and_delete(run: Run) -> None:
     result = run("doc", "set", "orders/o1", '{"amount": 500, "tags": ["a"]}')
     assert result.returncode == 0, result.stderr
@@ -34,6 +36,7 @@ def test_the_store_comes_from_oncefire_store(run: Run, store: str) -> None:
     assert json.loads(result.stdout) == {"a": 1}
 
 
+@pytest.mark.slow
 def test_dlq_list_show_replay_and_dismiss(run: Run, dead_letters: list[int]) -> None:
     newest, middle, oldest = dead_letters
     listing = run("dlq", "list")
@@ -124,6 +127,7 @@ def test_a_bad_store_is_one_line(tmp_path: Path, run: Run, url: str, words: tupl
     assert_user_error(result, *words)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_demo_tells_the_story_and_exits_zero(run: Run) -> None:
     result = run("demo", with_store=False)

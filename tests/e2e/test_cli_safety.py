@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, Run, assert_user_error
 
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import ONCEFIRE, Run, assert_user_error
 
 
 def count(store: str) -> int:
@@ -120,7 +120,9 @@ def test_a_sqlite_database_of_another_application_is_left_alone(run: Run, tmp_pa
     assert run("stats", "--store", url, with_store=False).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
+@pytest.mark.empty_store
 def test_a_postgres_database_with_tables_of_its_own_gets_oncefire_tables_only_by_migrate(
     run: Run, postgres_store_url: str
 ) -> None:
@@ -193,6 +195,8 @@ def start_worker_until_named(tmp_path: Path, app_file: str, store: str) -> tuple
     return lines, stdout
 
 
+@pytest.mark.slow
+@pytest.mark.e2e
 def test_every_command_names_its_store_on_stderr(
     run: Run, store: str, dead_letters: list[int], tmp_path: Path
 ) -> None:
@@ -208,6 +212,7 @@ def test_every_command_names_its_store_on_stderr(
     assert store not in stdout
 
 
+@pytest.mark.e2e
 def test_a_store_flag_that_conflicts_with_the_app_store_is_an_error(
     run: Run, tmp_path: Path
 ) -> None:
@@ -269,6 +274,7 @@ def test_bad_input_is_one_line(
 # -- point 22: data from stdin or a file --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_doc_set_and_publish_read_stdin_and_files(run: Run, store: str, tmp_path: Path) -> None:
     big = {"blob": "x" * 300_000}  # too large for a command line
     (tmp_path / "order.json").write_text(json.dumps(big))

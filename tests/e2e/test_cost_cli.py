@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, assert_user_error
 
 from oncefire.loader import load_app
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import ONCEFIRE, assert_user_error
 
 WORKLOAD_APP = """\
 from oncefire import App, RetryPolicy

@@ -8,16 +8,17 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE, Run
+
+from tests.e2e.cli_support import ONCEFIRE, Run
+from tests.wheel_env import WheelEnv
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_runs_twice_on_one_store_and_its_replay_advice_works(run: Run) -> None:
     first = run("demo")
@@ -33,7 +34,7 @@ def test_the_demo_runs_twice_on_one_store_and_its_replay_advice_works(run: Run) 
     assert run("doc", "set", "orders/o6", '{"amount": 700}', "--merge").returncode == 0
     replayed = run("dlq", "replay", letter_id)
     assert replayed.returncode == 0, replayed.stderr
-    drained = run("drain", "oncefire.demo:app")
+    drained = run("drain", "oncefire.demo.orders:app")
     assert drained.returncode == 0, drained.stderr
     assert "charging order o6: 700 cents" in drained.stdout  # the fixed order, as it is now
     summary = drained.stdout[drained.stdout.index("\n{") :]
@@ -42,35 +43,13 @@ def test_the_demo_runs_twice_on_one_store_and_its_replay_advice_works(run: Run) 
     assert [d["source"] for d in remaining] == ["orders/o3"]  # the first run's, never fixed
 
 
-PIP_OFFLINE = ("--no-deps", "--no-build-isolation", "-q")
-
-
 @pytest.mark.e2e
-def test_the_demo_runs_from_an_installed_wheel(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(root), "-w", str(wheels), *PIP_OFFLINE],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = wheels.glob("oncefire-*.whl")
-    assert "oncefire/demo.py" in zipfile.ZipFile(wheel).namelist()
-    assert "oncefire/prices.toml" in zipfile.ZipFile(wheel).namelist()  # `oncefire cost`
-    # A fresh environment (dependencies from the system's site-packages) with only the wheel.
-    env_dir = tmp_path / "env"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True
-    )
-    subprocess.run(
-        [env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
+@pytest.mark.slow
+def test_the_demo_runs_from_an_installed_wheel(wheel_env: WheelEnv, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     result = subprocess.run(
-        [env_dir / "bin" / "oncefire", "demo", "--store", f"sqlite:///{tmp_path}/demo.db"],
+        [wheel_env.oncefire, "demo", "--store", f"sqlite:///{tmp_path}/demo.db"],
         capture_output=True,
         text=True,
         cwd=elsewhere,
@@ -79,18 +58,9 @@ def test_the_demo_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "orders charged: 2" in result.stdout
-    assert (
-        str(env_dir)
-        in subprocess.run(
-            [env_dir / "bin" / "python", "-c", "import oncefire; print(oncefire.__file__)"],
-            capture_output=True,
-            text=True,
-            cwd=elsewhere,
-            check=True,
-        ).stdout
-    )  # the wheel's oncefire ran, not a checkout's
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_outside_a_terminal_ends_after_its_story(run: Run) -> None:
     told = run("demo")  # stdin is not a terminal here: nothing to wait for
@@ -101,6 +71,7 @@ def test_the_demo_outside_a_terminal_ends_after_its_story(run: Run) -> None:
     assert "dashboard:" not in in_ci.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_demo_serves_its_dashboard_until_ctrl_c(tmp_path: Path) -> None:
     with socket.socket() as sock:

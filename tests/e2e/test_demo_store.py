@@ -5,10 +5,10 @@ on SQLite and PostgreSQL, unless --force; a new store, or one an earlier demo wr
 from __future__ import annotations
 
 import pytest
-from cli_support import Run, assert_user_error
 
 from oncefire import App
 from oncefire.events import Event
+from tests.e2e.cli_support import Run, assert_user_error
 
 pytestmark = pytest.mark.e2e
 

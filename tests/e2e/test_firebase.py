@@ -20,8 +20,10 @@ from oncefire.firebase import firestore_fn, pubsub_fn, scheduler_fn
 from oncefire.firebase.defaults import set_default_app
 from oncefire.firebase.scheduler_fn import to_oncefire_schedule
 from oncefire.loader import load_app, load_module
-from oncefire.server import HttpServer
 from oncefire.testing import TestClock
+from oncefire.web.server import HttpServer
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 SAMPLE = Path(__file__).parent / "apps" / "firebase_main.py"
 
@@ -56,6 +58,7 @@ def test_the_loader_finds_the_implicit_app_of_a_firebase_module(default_app: App
     }
 
 
+@pytest.mark.postgres_smoke
 def test_document_triggers_get_a_snapshot_params_and_a_change(
     default_app: App, sample: ModuleType
 ) -> None:
@@ -68,6 +71,7 @@ def test_document_triggers_get_a_snapshot_params_and_a_change(
     assert ref.get().to_dict() == {"original": "bye", "uppercase": "HELLO", "edits": 1}
 
 
+@pytest.mark.postgres_smoke
 def test_the_https_function_adds_a_message_over_http(default_app: App, sample: ModuleType) -> None:
     server = HttpServer(default_app, "127.0.0.1", 0)
     server.start()

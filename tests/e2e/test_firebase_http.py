@@ -17,10 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE
-from test_run import answer, environment, free_port, wait_for
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE
+from tests.e2e.test_run import answer, environment, free_port, wait_for
 
 pytestmark = pytest.mark.e2e
 

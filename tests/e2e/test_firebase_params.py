@@ -19,7 +19,7 @@ from oncefire.errors import ConfigError
 from oncefire.firebase import credentials, https_fn, options, params, pubsub_fn, set_auth_verifier
 from oncefire.firebase.defaults import delete_app, get_app, initialize_app, set_default_app
 from oncefire.loader import load_module
-from oncefire.server import HttpServer
+from oncefire.web.server import HttpServer
 
 pytestmark = pytest.mark.e2e
 

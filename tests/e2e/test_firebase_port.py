@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE
 
 from oncefire import App
 from oncefire.firebase.defaults import set_default_app
 from oncefire.firebase.port import port
 from oncefire.loader import load_module
+from tests.e2e.cli_support import ONCEFIRE
 
 pytestmark = pytest.mark.e2e
 

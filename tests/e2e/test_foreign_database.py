@@ -10,13 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Run, assert_user_error
 
 from oncefire import App
 from oncefire.errors import ForeignDatabaseError
 from oncefire.events import Event
 from oncefire.stores.probe import StoreState, probe
-from table_writers import Writer, make_writer
+from tests.e2e.cli_support import Run, assert_user_error
+from tests.table_writers import Writer, make_writer
+
+# Each test starts from a database (a schema, on PostgreSQL) with no oncefire tables.
+pytestmark = pytest.mark.empty_store
 
 APP = """
 from oncefire import App

@@ -15,8 +15,10 @@ import pytest
 from oncefire import App, PermanentError, idempotent
 from oncefire.errors import ConfigError
 from oncefire.events import Event
-from oncefire.http import Request, idempotency_key
-from oncefire.server import HttpServer
+from oncefire.web.http_functions import Request, idempotency_key
+from oncefire.web.server import HttpServer
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 Serve = Callable[[App], httpx.Client]
 
@@ -40,6 +42,7 @@ def serve() -> Iterator[Serve]:
         app.close()
 
 
+@pytest.mark.postgres_smoke
 def test_a_function_answers_text_json_and_path_params(store_url: str, serve: Serve) -> None:
     app = App(store_url)
 
@@ -216,6 +219,7 @@ def test_past_max_instances_a_request_is_a_429_with_retry_after(
     assert app.stats()["one_at_a_time"].succeeded == 1  # the refused request never ran
 
 
+@pytest.mark.postgres_smoke
 def test_an_idempotency_key_makes_two_identical_requests_one_side_effect(
     store_url: str, serve: Serve
 ) -> None:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_trigger_docs import blocks
+
+from tests.e2e.test_trigger_docs import blocks
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "idempotency.md"
 CLAIM = '            if not tx.claim(f"count_order:{event.id}"):\n                return\n'

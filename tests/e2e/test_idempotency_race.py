@@ -88,6 +88,7 @@ def load(path: Path) -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_eight_processes_racing_on_one_key_make_one_side_effect(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/race.db"

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 
@@ -70,6 +70,7 @@ def worker(tmp_path: Path, store_url: str) -> Iterator[App]:
         app.close()
 
 
+@pytest.mark.slow
 def test_a_self_writing_function_is_stopped_at_depth_16_in_a_worker(worker: App) -> None:
     ref = worker.db.document("counters/c")
     ref.set({"n": 0})
@@ -88,6 +89,7 @@ def test_a_self_writing_function_is_stopped_at_depth_16_in_a_worker(worker: App)
     assert (stats.succeeded, stats.pending, stats.dead_letters) == (16, 0, 1)
 
 
+@pytest.mark.slow
 def test_a_field_filter_holds_in_a_worker(worker: App) -> None:
     ref = worker.db.document("orders/o1")
     ref.set({"status": "new", "amount": 5})

@@ -9,7 +9,8 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from test_workers import FAST, Workers, start, wait_for
+
+from tests.e2e.test_workers import FAST, Workers, start, wait_for
 
 pytestmark = pytest.mark.e2e
 __all__ = ["start"]  # the fixture
@@ -24,6 +25,7 @@ def intervals(workers: Workers) -> dict[int, tuple[float, float]]:
     return {n: (t["start"], t["end"]) for n, t in seen.items() if "start" in t and "end" in t}
 
 
+@pytest.mark.slow
 def test_a_timed_out_attempt_never_runs_beside_its_retry(start: Callable[..., Workers]) -> None:
     workers = start(2, FAST, "--concurrency", "2")
     # One commit for both, so one process leases both: the slow one keeps that process alive
@@ -43,6 +45,7 @@ def test_a_timed_out_attempt_never_runs_beside_its_retry(start: Callable[..., Wo
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 def test_a_killed_worker_charges_only_the_attempt_it_started(
     start: Callable[..., Workers],
 ) -> None:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import postgres_url, require_postgres, reset_postgres
 
 from oncefire import App
 
@@ -26,15 +25,6 @@ APP = Path(__file__).parent / "apps" / "ordered.py"
 DEADLINE = 60.0
 SLOTS = "2"  # at a time per process; the ordering tests lease no more: the keys spread
 TWO_EACH = ("--concurrency", SLOTS)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/oncefire.db"
-    require_postgres()
-    reset_postgres()
-    return postgres_url()
 
 
 class Workers:
@@ -100,6 +90,7 @@ def workers(tmp_path: Path, store_url: str) -> Iterator[type[Workers]]:
         w.close()
 
 
+@pytest.mark.slow
 def test_three_processes_keep_the_order_of_each_key_and_a_failure_holds_back_its_key_only(
     workers: object,
 ) -> None:
@@ -136,6 +127,7 @@ def test_three_processes_keep_the_order_of_each_key_and_a_failure_holds_back_its
     assert not any(line[1] == "k0" for line in between)
 
 
+@pytest.mark.slow
 def test_four_processes_start_a_rate_limited_function_at_its_rate(workers: object) -> None:
     w: Workers = workers(4)  # type: ignore[operator]
     with w.app.db.transaction() as tx:

@@ -6,12 +6,14 @@ callable."""
 from __future__ import annotations
 
 import pytest
-from test_ordering_and_rates import SLOTS, Workers, ledger_count, store_url, workers
+
+from tests.e2e.test_ordering_and_rates import SLOTS, Workers, ledger_count, workers
 
 pytestmark = pytest.mark.e2e
-__all__ = ["store_url", "workers"]  # the fixtures, shared with the document ordering test
+__all__ = ["workers"]  # the fixture, shared with the document ordering test
 
 
+@pytest.mark.slow
 def test_three_processes_keep_the_order_of_each_computed_key(workers: object) -> None:
     w: Workers = workers(3, batch_size=SLOTS)  # type: ignore[operator]
     # One commit; each process leases no more than its two slots and each customer's first

@@ -122,6 +122,7 @@ class Writer(threading.Thread):
             self.error = exc
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.postgres
 def test_four_workers_drain_20000_events_through_a_kill_and_a_database_restart(

@@ -8,11 +8,12 @@ import json
 import time
 from pathlib import Path
 
-from cli_support import Run, assert_user_error
+import pytest
 
 from oncefire import App, PermanentError
 from oncefire.events import Event
 from oncefire.testing import TestClock
+from tests.e2e.cli_support import Run, assert_user_error
 
 APP = """
 from oncefire import App
@@ -53,6 +54,7 @@ def counts(run: Run, *args: str) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_purge_dry_run_counts_and_changes_nothing_then_purge_deletes_it(
     run: Run, store: str
 ) -> None:

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import Run
 
 from oncefire.loader import load_app
-from oncefire.server import HttpServer
+from oncefire.web.server import HttpServer
+from tests.e2e.cli_support import Run
+
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

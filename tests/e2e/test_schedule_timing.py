@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, Run, assert_user_error
+
+from tests.e2e.cli_support import ONCEFIRE, Run, assert_user_error
 
 # Root writes through any file mode: the command runs without the capabilities that allow it.
 UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"]

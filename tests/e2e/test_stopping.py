@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stopping import holds_no_write_lock, stop_outside_a_write
+from tests.stopping import holds_no_write_lock, stop_outside_a_write
 
 pytestmark = pytest.mark.e2e
 

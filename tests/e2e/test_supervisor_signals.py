@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, assert_user_error, poll_until
 
-from oncefire.supervisor import cpu_count
+from oncefire.engine.supervisor import cpu_count
+from tests.e2e.cli_support import ONCEFIRE, assert_user_error, poll_until
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
+
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 
@@ -119,6 +120,7 @@ def ledger(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_no_row_change(
     tmp_path: Path, url: str, start: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
@@ -164,6 +166,7 @@ engine.dispose()
 CHANNEL_APP = APP.replace("{event.data.after['status']}", "{event.data.after.get('channel')}")
 
 
+@pytest.mark.slow
 def test_a_column_added_under_a_live_worker(
     tmp_path: Path, url: str, start: Callable[..., subprocess.Popen[bytes]]
 ) -> None:

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import Run
+
+from tests.e2e.cli_support import Run
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
-
-pytestmark = pytest.mark.e2e
 
 
 def examples() -> list[str]:
@@ -45,6 +44,7 @@ def test_the_plain_sql_example_skips_the_rolled_back_insert(tmp_path: Path) -> N
     assert text in (inserted + deleted, deleted + inserted), text
 
 
+@pytest.mark.e2e
 def test_the_demo_tells_the_table_story(run: Run) -> None:
     result = run("demo", "--tables", with_store=False)
     assert result.returncode == 0, result.stderr

@@ -17,16 +17,19 @@ import pytest
 
 from oncefire import App
 from oncefire.loader import load_app
-from oncefire.server import HttpServer
+from oncefire.web.server import HttpServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TRIGGERS = DOCS / "triggers.md"
 FIREBASE = DOCS / "firebase.md"
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.sqlite_only  # above the store; PostgreSQL: postgres_smoke
 
-# An event id (a UUIDv7, with or without dashes) in a line printed by an example.
-EVENT_ID = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")
+# An event id (a UUIDv7, with or without dashes) in a line printed by an example, or a
+# document id the Firestore client made (20 letters and digits).
+EVENT_ID = re.compile(
+    r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b|\b[A-Za-z0-9]{20}\b"
+)
 
 
 def blocks(page: Path, language: str = "python") -> list[tuple[str, str]]:
@@ -115,6 +118,13 @@ FIREBASE_PRINTS: dict[str, list[str]] = {
         "{'original': 'hello', 'uppercase': 'HELLO'}",
     ],
     "Callable functions 1": ["ada"],  # the shared-secret verifier recipe
+    "Task queues 1": ["already queued", "backing up 2026-01-31 (retries: 0)"],
+    "Custom events 1": ["VAT on orders/o1: 20"],
+    "Storage 1": [
+        "cats/tom.txt: 4 bytes of text/plain, metadata {'owner': 'ada'}",
+        "meow",
+        "cats/tom.txt deleted",
+    ],
 }
 
 
@@ -200,6 +210,7 @@ def http_example(
         sys.modules.pop("oncefire_user_app", None)
 
 
+@pytest.mark.postgres_smoke
 def test_the_http_example_answers_the_curl_commands(
     http_example: tuple[App, httpx.Client],
 ) -> None:

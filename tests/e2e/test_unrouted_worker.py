@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 
@@ -74,6 +74,7 @@ def sent(tmp_path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+@pytest.mark.slow
 def test_writes_after_the_sqlite_file_was_deleted_reach_the_running_worker(
     tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
@@ -112,6 +113,7 @@ def bill(event):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", ["1", "2"])  # a supervisor says it once for all
 def test_a_worker_warns_at_start_about_a_stored_function_it_does_not_serve(
     tmp_path: Path, oncefire: Callable[..., subprocess.Popen[bytes]], processes: str

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_support import ONCEFIRE, poll_until
 
 from oncefire import App
+from tests.e2e.cli_support import ONCEFIRE, poll_until
 
 pytestmark = pytest.mark.e2e
 
@@ -140,6 +140,7 @@ def test_listening_sockets_sees_a_port_a_process_listens_on() -> None:
         assert len(listening_sockets([os.getpid()])) == 1
 
 
+@pytest.mark.slow
 def test_worker_serves_the_event_function_and_no_http(
     tmp_path: Path, start: Callable[..., Worker]
 ) -> None:
@@ -164,6 +165,7 @@ def test_worker_serves_the_event_function_and_no_http(
     assert "Traceback" not in worker.log()
 
 
+@pytest.mark.slow
 def test_worker_runs_the_firebase_sample_as_it_is(
     tmp_path: Path, start: Callable[..., Worker]
 ) -> None:
@@ -186,6 +188,7 @@ def test_worker_runs_the_firebase_sample_as_it_is(
     assert "Traceback" not in worker.log()
 
 
+@pytest.mark.slow
 def test_a_worker_given_a_metrics_port_exports_the_stores_figures(
     tmp_path: Path, start: Callable[..., Worker]
 ) -> None:

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire import worker as worker_module
+from oncefire.engine import worker as worker_module
 from oncefire.events import Event
 from oncefire.stores import sqlite_connections as sqlite_store
 from oncefire.testing import TestClock
-from stopping import stop_outside_a_write
+from tests.stopping import stop_outside_a_write
 
 pytestmark = pytest.mark.e2e
 
@@ -192,6 +192,7 @@ def start(tmp_path: Path, store_url: str) -> Iterator[Callable[..., Workers]]:
         workers.close()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_attempt_completes_elsewhere_with_a_crashed_attempt(
     start: Callable[..., Workers],
 ) -> None:
@@ -216,6 +217,7 @@ def test_sigkill_mid_attempt_completes_elsewhere_with_a_crashed_attempt(
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 @SQLITE_ONLY  # the timeouts are the worker's own: no store decides them
 def test_timeouts_cancel_async_and_replace_the_process_of_a_stuck_sync_function(
     start: Callable[..., Workers],
@@ -243,6 +245,7 @@ def test_timeouts_cancel_async_and_replace_the_process_of_a_stuck_sync_function(
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 def test_a_function_that_kills_its_process_is_a_dead_letter_after_exactly_six_attempts(
     start: Callable[..., Workers],
 ) -> None:
@@ -269,6 +272,7 @@ def test_a_function_that_kills_its_process_is_a_dead_letter_after_exactly_six_at
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 def test_max_instances_holds_across_six_processes_and_a_sigkill_leaks_no_slot(
     start: Callable[..., Workers],
 ) -> None:
@@ -320,6 +324,7 @@ def test_max_instances_holds_across_six_processes_and_a_sigkill_leaks_no_slot(
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 def test_a_stopped_process_that_resumes_past_its_lease_changes_nothing(
     start: Callable[..., Workers],
 ) -> None:
@@ -350,6 +355,7 @@ def test_a_stopped_process_that_resumes_past_its_lease_changes_nothing(
     assert workers.stop() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_lets_attempts_finish_within_the_grace_and_keeps_the_rest_leased(
     start: Callable[..., Workers], signum: int
@@ -377,6 +383,7 @@ def test_a_signal_lets_attempts_finish_within_the_grace_and_keeps_the_rest_lease
     assert children and not any(is_alive(pid) for pid in children)
 
 
+@pytest.mark.slow
 def test_an_idle_worker_is_woken_by_a_new_event_not_by_its_poll(
     start: Callable[..., Workers],
 ) -> None:

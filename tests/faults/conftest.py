@@ -1,28 +1,17 @@
-"""The fault-point sweep's count, printed after the run."""
+"""The fault-point sweep's count, printed after the run (by tests/conftest.py, which the
+process that reports sees: under xdist the tests run in other processes)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
-COUNTS = pytest.StashKey[Counter[str]]()
-
 
 @pytest.fixture
-def fault_points(request: pytest.FixtureRequest) -> Counter[str]:
+def fault_points(request: pytest.FixtureRequest) -> Iterator[Counter[str]]:
     """Fault points covered per "path [store]", for the summary."""
-    return request.config.stash.setdefault(COUNTS, Counter())
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    """Print the number of fault points covered, per path and in all."""
-    counts = config.stash.get(COUNTS, None)
-    if not counts:
-        return
-    terminalreporter.section("fault-point sweep")
-    for name, n in sorted(counts.items()):
-        terminalreporter.write_line(f"{name}: {n} fault points")
-    terminalreporter.write_line(f"fault points covered: {sum(counts.values())}")
+    counts: Counter[str] = Counter()
+    yield counts
+    request.node.user_properties.append(("fault_points", dict(counts)))

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent, ttl
+from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent
+from oncefire.engine.execution import write_ending
 from oncefire.errors import EventNotFoundError
 from oncefire.events import Event
-from oncefire.execution import write_ending
+from oncefire.features import ttl
 from oncefire.retry import Outcome
 from oncefire.stores import faults
 from oncefire.stores.base import Ending, Leased
@@ -360,6 +361,7 @@ def sweep(world: World, path: Path) -> Iterator[faults.FaultPlan]:
             yield plan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_fault_point_keeps_the_invariants(
     store_url: str, path: Path, fault_points: Counter[str]

@@ -305,7 +305,7 @@ def test_installed_packages_and_oncefire_itself_are_not_followed(tmp_path: Path)
         import sys
         sys.path.insert(0, {str(installed)!r})
         import vendored
-        from oncefire.paths import check_id
+        from oncefire.model.paths import check_id
 
         @app.on_message("t", retry=False)
         def relay(event):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_modules import load_bench
+from tests.bench_modules import load_bench
 
 
 def growth() -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench_modules import BENCH, load_bench
+from tests.bench_modules import BENCH, load_bench
 
 
 def facts(run_id: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench_modules import load_bench
+from tests.bench_modules import load_bench
 
 # SQLite's "dead man switch" byte of the -shm file: held shared while any connection is open.
 PROBE = """

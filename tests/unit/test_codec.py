@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from oncefire import codec
 from oncefire.errors import DocumentTooLargeError, InvalidDocumentError
+from oncefire.model import codec
 
 
 def test_values_round_trip_with_aware_datetimes() -> None:
@@ -59,6 +59,19 @@ def test_the_reserved_time_tag_cannot_be_stored_as_a_field() -> None:
     # {"$time": "..."} would come back as a datetime, not as the dict that was stored.
     with pytest.raises(InvalidDocumentError, match=r"\$time"):
         codec.dumps({"x": {"$time": "2030-01-01T00:00:00+00:00"}})
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_geopoints_round_trip_and_their_tag_is_reserved(as_bytes: bool) -> None:
+    value = {"at": codec.GeoPoint(51.5, -0.1), "list": [codec.GeoPoint(0, 0)]}
+    text = codec.dumps(value)
+    assert codec.loads(text.encode() if as_bytes else text) == value
+    assert codec.loads(text)["list"][0].latitude == 0.0  # a float, as Firestore keeps it
+    with pytest.raises(InvalidDocumentError, match=r"\$geo"):
+        codec.dumps({"x": {"$geo": [1, 2]}})
+    for bad in ((91, 0), (0, -181), ("1", 0), (True, 0)):
+        with pytest.raises(InvalidDocumentError, match="GeoPoint"):
+            codec.GeoPoint(*bad)
 
 
 def test_documents_must_be_dicts() -> None:

@@ -17,7 +17,7 @@ from oncefire.errors import ConfigError
 from oncefire.events import Event
 from oncefire.firebase import cors, flask_bridge, logger, options
 from oncefire.firebase.https_fn import FunctionsErrorCode, HttpsError
-from oncefire.http import Request
+from oncefire.web.http_functions import Request
 
 
 def event(path: str, body: bytes = b"", query: str = "", **headers: str) -> Event:

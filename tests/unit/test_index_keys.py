@@ -8,7 +8,7 @@ from typing import Any, cast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oncefire.index_keys import expired_ranges, index_key, rank
+from oncefire.model.index_keys import expired_ranges, index_key, rank
 
 MOMENT = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oncefire.errors import InvalidPathError, InvalidPatternError, OncefireError
-from oncefire.paths import (
+from oncefire.model.paths import (
     MAX_ID_BYTES,
     Pattern,
     check_id,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oncefire.errors import ConfigError, PriceTableError
-from oncefire.prices import PriceTable
+from oncefire.features.prices import PriceTable
 
 
 def test_the_defaults_are_the_documented_list_prices() -> None:

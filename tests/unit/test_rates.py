@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oncefire.rates import RateLimit, available, refill, waited
+from oncefire.model.rates import RateLimit, available, refill, waited
 from oncefire.testing import TestClock
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from oncefire.dashboard.views import colour
-from oncefire.redaction import REDACTED, redact, restore
+from oncefire.operations.redaction import REDACTED, redact, restore
+from oncefire.web.dashboard.views import colour
 
 
 def test_every_key_naming_a_secret_is_redacted_at_any_depth() -> None:

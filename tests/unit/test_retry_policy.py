@@ -132,3 +132,43 @@ def test_the_window_of_a_huge_policy_is_computed_at_once_without_overflow() -> N
     assert RetryPolicy(max_attempts=10**6, multiplier=1e300).window() == 60.0 + 3600.0 * (10**6 - 2)
     assert RetryPolicy(first_delay=0, max_attempts=10**12).window() == 0.0
     assert RetryPolicy(multiplier=1, max_attempts=4).window() == 180.0
+
+
+def test_max_doublings_grows_linearly_after_the_doublings_as_cloud_tasks_does() -> None:
+    # Cloud Tasks' example: min_backoff 10 s, max_backoff 300 s, max_doublings 3.
+    policy = RetryPolicy(max_attempts=9, first_delay=10, max_delay=300, max_doublings=3)
+    delays = [policy.delay_after(n) for n in range(1, 9)]
+    assert delays == [10, 20, 40, 80, 160, 240, 300, 300]
+    assert policy.window() == sum(delays)
+
+
+def test_max_doublings_zero_grows_by_the_first_delay() -> None:
+    policy = RetryPolicy(max_attempts=5, first_delay=5, max_delay=100, max_doublings=0)
+    assert [policy.delay_after(n) for n in range(1, 5)] == [5, 10, 15, 20]
+
+
+def test_huge_policies_have_a_finite_window_and_no_overflow() -> None:
+    policy = RetryPolicy(max_attempts=2**62, first_delay=0.1, max_delay=3600, max_doublings=16)
+    assert policy.delay_after(10**9) == 3600
+    assert 3600 * (2**62 - 1) <= policy.window() < float("inf")
+    assert RetryPolicy(max_attempts=5000, max_delay=1e300).delay_after(4000) == 1e300
+
+
+@pytest.mark.parametrize("doublings", [-1, 1.5, True, "3"])
+def test_bad_max_doublings_are_refused(doublings: object) -> None:
+    with pytest.raises(ConfigError, match="max_doublings"):
+        RetryPolicy(max_doublings=doublings)  # type: ignore[arg-type]
+
+
+def test_max_delivery_attempts_keeps_the_rest_of_the_policy() -> None:
+    from oncefire import App
+
+    app = App("sqlite://:memory:")
+    policy = RetryPolicy(first_delay=10, max_delay=300, max_doublings=3)
+
+    @app.on_message("t", max_delivery_attempts=3, retry_policy=policy)
+    def fn(event: object) -> None: ...
+
+    assert app.triggers["fn"].options.retry_policy == RetryPolicy(
+        max_attempts=3, first_delay=10, max_delay=300, max_doublings=3
+    )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from oncefire.errors import ConfigError
-from oncefire.schedules import Schedule
+from oncefire.model.schedules import Schedule
 
 
 def at(text: str) -> float:

@@ -130,6 +130,7 @@ def test_every_in_memory_url_still_makes_an_app() -> None:
         app.close()
 
 
+@pytest.mark.slow
 def test_max_event_depth_comes_from_the_environment_and_must_be_positive(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -19,15 +19,15 @@ from oncefire.audit.findings import (
 )
 from oncefire.audit.runtime import Thresholds, runtime_findings
 from oncefire.audit.static import audit_trigger
-from oncefire.cost import estimate
 from oncefire.errors import ConfigError
-from oncefire.prices import PriceTable
+from oncefire.features.cost import estimate
+from oncefire.features.prices import PriceTable
 from oncefire.retry import is_real
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from oncefire.runtime import Runtime
+    from oncefire.engine.runtime import Runtime
 
 __all__ = [
     "OUTSIDE_MODULES",
@@ -55,7 +55,7 @@ def audit(
 ) -> Report:
     """Run the static rules over the app's functions and the runtime rules over the last
     `since` seconds of its store's history; with the runtime rules comes the cost section
-    (oncefire.cost), priced by the TOML file `prices` (the defaults when None)."""
+    (oncefire.features.cost), priced by the TOML file `prices` (the defaults when None)."""
     if not is_real(since) or since <= 0:
         raise ConfigError(f"since={since!r} must be a positive number of seconds.")
     table = PriceTable.load(prices)  # a bad price table fails before any work

@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from oncefire import unrouted
 from oncefire.audit.findings import Finding
 from oncefire.audit.source import scope_of
-from oncefire.catalogue import UNSERVED_AFTER
 from oncefire.errors import ConfigError
-from oncefire.history import History as Backlogs
+from oncefire.operations import unrouted
+from oncefire.operations.functions import UNSERVED_AFTER
+from oncefire.operations.history import History as Backlogs
 from oncefire.stores.history import History
 from oncefire.tables import changed_tables
 
 if TYPE_CHECKING:
-    from oncefire.runtime import Runtime
-    from oncefire.unrouted import UnroutedReport
+    from oncefire.engine.runtime import Runtime
+    from oncefire.operations.unrouted import UnroutedReport
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,12 @@
-"""`oncefire backup` and `oncefire restore` (SQLite; oncefire/backups.py)."""
+"""`oncefire backup` and `oncefire restore` (SQLite; oncefire/operations/backups.py)."""
 
 from __future__ import annotations
 
 import click
 
-from oncefire import backups
 from oncefire.cli.common import friendly, name_store
 from oncefire.clock import SystemClock
+from oncefire.operations import backups
 
 
 @click.command()

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
-from oncefire import codec
 from oncefire.app import App
 from oncefire.errors import OncefireError
 from oncefire.loader import load_app
+from oncefire.model import codec
 from oncefire.settings import MEMORY_URLS, Settings
 from oncefire.stores.probe import StoreState, probe
 

@@ -6,7 +6,7 @@ import click
 
 from oncefire.cli.common import echo_json, friendly, open_app, open_user_app, store_option
 from oncefire.errors import PriceTableError
-from oncefire.prices import PriceTable
+from oncefire.features.prices import PriceTable
 
 
 class BadPricesError(click.ClickException):

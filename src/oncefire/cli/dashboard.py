@@ -39,8 +39,8 @@ def dashboard(
     allow_host: tuple[str, ...],
 ) -> None:
     """Serve the dashboard (tokens from --token-file or $ONCEFIRE_DASHBOARD_TOKEN)."""
-    from oncefire.dashboard import serve
-    from oncefire.dashboard.security import check_bind, load_tokens
+    from oncefire.web.dashboard import serve
+    from oncefire.web.dashboard.security import check_bind, load_tokens
 
     configure_logging()
     tokens = load_tokens(token_file=token_file)

@@ -8,7 +8,8 @@ import click
 
 from oncefire.cli.common import echo_json, friendly, open_app, read_data, store_option
 from oncefire.events import EventType
-from oncefire.stats import stats_table
+from oncefire.features.stats import stats_table
+from oncefire.model.lineage import UNAUTHENTICATED, written_by
 
 DATA_HELP = "JSON, `-` to read it from stdin, or @FILE to read it from a file."
 
@@ -68,7 +69,8 @@ def doc_set(path: str, data: str, store: str | None, merge: bool) -> None:
     app = open_app(store, is_write=True)
     ref = app.db.document(path)
     is_new = not ref.get().exists
-    ref.set(fields, merge=merge)
+    with written_by(UNAUTHENTICATED):  # the command line signs in as nobody
+        ref.set(fields, merge=merge)
     kind = EventType.DOCUMENT_CREATED if is_new else EventType.DOCUMENT_UPDATED
     if not app.subscribers(kind, ref.path):
         click.echo(f"kept; no function subscribes to {ref.path} yet", err=True)
@@ -83,7 +85,7 @@ def doc_delete(path: str, store: str | None) -> None:
     """Delete a document (exit 1 if it does not exist)."""
     db = open_app(store).db  # a store that does not exist holds no document: not made
     ref = db.document(path)
-    with db.transaction() as tx:
+    with written_by(UNAUTHENTICATED), db.transaction() as tx:
         if not tx.get(ref).exists:
             raise click.ClickException(f"No document at {path!r}: nothing to delete.")
         tx.delete(ref)
@@ -92,12 +94,20 @@ def doc_delete(path: str, store: str | None) -> None:
 
 @click.command()
 @click.argument("topic")
-@click.argument("data", metavar="DATA")
+@click.argument("data", metavar="[DATA]", required=False)
 @store_option
 @click.option("--attribute", "-a", multiple=True, help="KEY=VALUE, repeatable.")
+@click.option("--text", help="Publish this text as the message's bytes (UTF-8), not as JSON.")
 @friendly
-def publish(topic: str, data: str, store: str | None, attribute: tuple[str, ...]) -> None:
-    """Publish a message on a topic from DATA (JSON, `-` for stdin, or @FILE); print its id."""
+def publish(
+    topic: str, data: str | None, store: str | None, attribute: tuple[str, ...], text: str | None
+) -> None:
+    """Publish a message on a topic from DATA (JSON, `-` for stdin, or @FILE), or the bytes of
+    --text; print its id."""
+    if (data is None) == (text is None):
+        raise click.ClickException(
+            "Give the message as DATA (JSON) or as --text TEXT (its bytes), not both or neither."
+        )
     attributes = {}
     for item in attribute:
         key, sep, value = item.partition("=")
@@ -108,7 +118,10 @@ def publish(topic: str, data: str, store: str | None, attribute: tuple[str, ...]
                 f"--attribute {key!r} is given twice: a message has one value per attribute."
             )
         attributes[key] = value
-    message = read_data(data, "DATA")
+    if text is not None:
+        message: Any = text.encode("utf-8", "surrogateescape")
+    else:
+        message = read_data(data or "", "DATA")
     app = open_app(store, is_write=True)
     click.echo(app.publish(topic, message, attributes=attributes))
     if not app.subscribers(EventType.MESSAGE_PUBLISHED, topic):

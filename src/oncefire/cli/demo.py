@@ -55,32 +55,32 @@ def demo(
     application's own table, docs/tables.md). A --store holding functions or documents
     the demo did not write is refused, unless --force."""
     configure_logging(stream=sys.stdout)
-    logging.getLogger("oncefire.execution").setLevel(logging.DEBUG)  # every attempt, told
+    logging.getLogger("oncefire.engine.execution").setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
     else:
         refuse_memory_store(store)  # the commands it prints next would find nothing
         if not is_forced:
-            from oncefire.demo_guard import refuse_others_store
+            from oncefire.demo.guard import refuse_others_store
 
             refuse_others_store(store, "tables" if tables else "orders")
     set_store_env(store)
     if tables:
-        from oncefire.demo_tables import app
-        from oncefire.demo_tables import main as tell
+        from oncefire.demo.tables import app
+        from oncefire.demo.tables import main as tell
     else:
-        from oncefire.demo import app
-        from oncefire.demo import main as tell
+        from oncefire.demo.orders import app
+        from oncefire.demo.orders import main as tell
 
     tell()
     if with_dashboard is None:
         with_dashboard = sys.stdin.isatty() and not os.environ.get("CI")
     if with_dashboard:
-        from oncefire.dashboard import serve
+        from oncefire.web.dashboard import serve
 
         port = free_port(port)
         click.echo(f"\ndashboard: http://127.0.0.1:{port}/ (Ctrl-C to stop)")
-        logging.getLogger("oncefire.execution").setLevel(logging.INFO)
+        logging.getLogger("oncefire.engine.execution").setLevel(logging.INFO)
         serve(app, host="127.0.0.1", port=port)
 
 

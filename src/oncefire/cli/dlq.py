@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from oncefire.cli.common import cli_actor, echo_json, friendly, open_app, store_option
-from oncefire.deadletters import BULK_BATCH, DeadLetter, DeadLetters
-from oncefire.redaction import redact
+from oncefire.operations.deadletters import BULK_BATCH, DeadLetter, DeadLetters
+from oncefire.operations.redaction import redact
 
 BATCH = BULK_BATCH  # dead letters a bulk replay or dismiss changes in one transaction
 

@@ -22,7 +22,7 @@ from oncefire.cli.common import (
 
 if TYPE_CHECKING:
     from oncefire.app import App
-    from oncefire.server import HttpServer
+    from oncefire.web.server import HttpServer
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def serve_workers(
 ) -> None:
     """Supervise the app's worker processes until SIGTERM or SIGINT (and run http, the HTTP
     server of `oncefire run`, on the loaded app meanwhile)."""
-    from oncefire.supervisor import StopSignals, check_processes, serve
+    from oncefire.engine.supervisor import StopSignals, check_processes, serve
 
     configure_logging(verbose)
     check_processes(processes, is_forced=is_forced)
@@ -117,7 +117,7 @@ def worker(
 def metrics_beside(host: str, port: int) -> Callable[[App], AbstractContextManager[object]]:
     """The supervisor's /metrics exporter on the loaded app (the store's figures, as the
     dashboard's /metrics gives them)."""
-    from oncefire.dashboard.metrics import serving_metrics
+    from oncefire.web.dashboard.metrics import serving_metrics
 
     return lambda app: serving_metrics(app, host, port)
 
@@ -127,18 +127,18 @@ def http_beside(
 ) -> Callable[[App], AbstractContextManager[object]]:
     """The HTTP server of `oncefire run` on the loaded app: its HTTP functions, and the
     dashboard under /_oncefire/ unless dashboard (its tokens by secret) is None."""
-    from oncefire.server import serve_beside
+    from oncefire.web.server import serve_beside
 
     @contextmanager
     def serving(app: App) -> Iterator[object]:
         mounts = []
         if dashboard is not None:
-            from oncefire.dashboard.server import mount
+            from oncefire.web.dashboard.server import mount
 
             mounts.append(mount(app, host, tokens=dashboard, allowed_hosts=allowed_hosts))
         with serve_beside(host, port, mounts)(app) as server:
             if dashboard is not None:
-                from oncefire.dashboard.server import PREFIX
+                from oncefire.web.dashboard.server import PREFIX
 
                 url = cast("HttpServer", server).url
                 log.info("dashboard on %s%s/", url, PREFIX)
@@ -149,7 +149,7 @@ def http_beside(
 
 def dashboard_tokens(host: str, token_file: str | None) -> dict[str, str]:
     """The dashboard's tokens; refuse a public bind without one (before the app loads)."""
-    from oncefire.dashboard.security import TOKEN_ENV, is_loopback, load_tokens
+    from oncefire.web.dashboard.security import TOKEN_ENV, is_loopback, load_tokens
 
     tokens = load_tokens(token_file=token_file)
     if not is_loopback(host) and not tokens:

@@ -9,25 +9,42 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
+    auth_context,
     credentials,
+    db,
+    db_fn,
+    eventarc,
+    eventarc_fn,
+    exceptions,
     firestore,
     firestore_fn,
+    functions,
     https_fn,
     logger,
     options,
     params,
     pubsub_fn,
     scheduler_fn,
+    storage,
+    storage_fn,
+    tasks_fn,
 )
 from oncefire.firebase.callables import set_auth_verifier
 from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
+    "auth_context",
     "credentials",
+    "db",
+    "db_fn",
     "default_app",
     "delete_app",
+    "eventarc",
+    "eventarc_fn",
+    "exceptions",
     "firestore",
     "firestore_fn",
+    "functions",
     "get_app",
     "https_fn",
     "initialize_app",
@@ -37,4 +54,7 @@ __all__ = [
     "pubsub_fn",
     "scheduler_fn",
     "set_auth_verifier",
+    "storage",
+    "storage_fn",
+    "tasks_fn",
 ]

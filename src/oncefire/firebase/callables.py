@@ -7,7 +7,9 @@ answer; a request that is not a POST of such a body -> 400 `INVALID_ARGUMENT`.
 
 `Authorization: Bearer <token>` goes to the verifier set with `set_auth_verifier(fn)`:
 fn(token) returns an `AuthData` or raises, which answers 401 `UNAUTHENTICATED`. With no
-verifier the header is ignored (noted once in the log) and `request.auth` is None.
+verifier the header is ignored (noted once in the log) and `request.auth` is None. The
+function runs inside `auth_context.acting_as(uid)`: its document and database writes name the
+caller (None: unauthenticated) to the `*_with_auth_context` and `db_fn` triggers.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from oncefire.errors import ConfigError
-from oncefire.firebase import flask_bridge
+from oncefire.firebase import auth_context, flask_bridge
 
 if TYPE_CHECKING:
     import flask
@@ -220,7 +222,9 @@ def handle(fn: Callable[[CallableRequest[Any]], Any], request: flask.Request) ->
             auth=auth,
             instance_id_token=request.headers.get("Firebase-Instance-ID-Token"),
         )
-        result = flask_bridge.call(fn, called)
+        # The writes the function makes are by its caller (firestore_fn's auth_context).
+        with auth_context.acting_as(auth.uid if auth is not None else None):
+            result = flask_bridge.call(fn, called)
         return jsonify(result=result)
     except HttpsError as err:
         answer = make_response(jsonify(error=err._as_dict()), err.status)

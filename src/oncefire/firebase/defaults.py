@@ -98,6 +98,12 @@ def initialize_app(
     return app
 
 
+def firebase_app(name: str = DEFAULT_NAME) -> FirebaseApp | None:
+    """The Firebase app initialize_app made with that name, or None."""
+    with _lock:
+        return _firebase_apps.get(name)
+
+
 def get_app(name: str = DEFAULT_NAME) -> FirebaseApp:
     """firebase_admin.get_app(): the app initialize_app made with that name."""
     with _lock:

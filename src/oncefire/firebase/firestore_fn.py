@@ -2,7 +2,8 @@
 
 `event.data` is a snapshot (created, deleted) or a `Change(before, after)` (updated, written;
 for written, a side that does not exist is None), `event.params` the wildcards. An event
-function is not retried unless `retry=True`, as in Firebase.
+function is not retried unless `retry=True`, as in Firebase. The `*_with_auth_context`
+triggers give an AuthEvent whose `auth_type` and `auth_id` say who wrote (AUTH_TYPES).
 """
 
 from __future__ import annotations
@@ -16,17 +17,23 @@ from oncefire.events import DocumentSnapshot as Snapshot
 from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import Change, CloudEvent, adapt
-from oncefire.firebase.defaults import current_app, default_app
-from oncefire.firebase.firestore import DocumentSnapshot
+from oncefire.firebase.defaults import default_app
+from oncefire.firebase.firestore.client import Client
+from oncefire.firebase.firestore.document import DocumentSnapshot
 
 __all__ = [
+    "AuthEvent",
     "Change",
     "DocumentSnapshot",
     "Event",
     "on_document_created",
+    "on_document_created_with_auth_context",
     "on_document_deleted",
+    "on_document_deleted_with_auth_context",
     "on_document_updated",
+    "on_document_updated_with_auth_context",
     "on_document_written",
+    "on_document_written_with_auth_context",
 ]
 
 T = TypeVar("T")
@@ -43,13 +50,36 @@ class Event(CloudEvent[T]):
     namespace: str = "(default)"
 
 
+@dataclass(frozen=True)
+class AuthEvent(Event[T]):
+    """A Firestore event with who wrote, as Firebase's `firestore_fn.AuthEvent`."""
+
+    auth_type: str = "unknown"
+    auth_id: str | None = None
+
+
+# Who wrote (lineage.write_auth's types) in Firestore's words: a worker's write is "system",
+# the CLI and an anonymous callable "unauthenticated"; a signed-in callable's user has no type
+# of its own among Firestore's, so it is "unknown" (Firestore's type for other principals),
+# with the user's uid as auth_id. A write nothing said the author of is "unknown" too.
+AUTH_TYPES = {"system": "system", "unauthenticated": "unauthenticated", "user": "unknown"}
+
+
 def _snapshot(snapshot: Snapshot, *, or_none: bool = False) -> DocumentSnapshot | None:
     if or_none and not snapshot.exists:
         return None
-    return DocumentSnapshot(snapshot, current_app().db)
+    found = DocumentSnapshot.of(Client().document(snapshot.path), snapshot)
+    found.read_time = snapshot.update_time  # as Firebase gives the event's snapshots
+    return found
 
 
-def _converter(kind: str) -> Callable[[OncefireEvent], Event[Any]]:
+def _auth_of(event: OncefireEvent) -> dict[str, Any]:
+    auth = event.raw.get("auth") or {}
+    kind = AUTH_TYPES.get(str(auth.get("type")), "unknown")
+    return {"auth_type": kind, "auth_id": auth.get("id")}
+
+
+def _converter(kind: str, *, with_auth: bool = False) -> Callable[[OncefireEvent], Event[Any]]:
     def convert(event: OncefireEvent) -> Event[Any]:
         data: Any = event.data
         if isinstance(data, OncefireChange):
@@ -60,29 +90,33 @@ def _converter(kind: str) -> Callable[[OncefireEvent], Event[Any]]:
             )
         else:
             data = _snapshot(data)
-        return Event(
-            id=event.id,
-            source=event.source,
-            type=TYPE_PREFIX + kind,
-            time=event.time,
-            data=data,
-            subject=f"documents/{event.source}",
-            params=dict(event.params),
-            document=event.source,
-        )
+        fields: dict[str, Any] = {
+            "id": event.id,
+            "source": event.source,
+            "type": TYPE_PREFIX + kind + (".withAuthContext" if with_auth else ""),
+            "time": event.time,
+            "data": data,
+            "subject": f"documents/{event.source}",
+            "params": dict(event.params),
+            "document": event.source,
+        }
+        return AuthEvent(**fields, **_auth_of(event)) if with_auth else Event(**fields)
 
     return convert
 
 
-def _register(kind: str, document: str | None, given: dict[str, Any]) -> Callable[[F], F]:
-    where = f"firestore_fn.on_document_{kind}"
-    opts = firebase_options.event_options(where, given)
+def _register(
+    kind: str, document: str | None, given: dict[str, Any], *, with_auth: bool = False
+) -> Callable[[F], F]:
+    suffix = "_with_auth_context" if with_auth else ""
+    opts = firebase_options.event_options(f"firestore_fn.on_document_{kind}{suffix}", given)
     app = default_app()
     register = getattr(app, f"on_document_{kind}")
 
     def decorator(fn: F) -> F:
         # Written triggers see every kind of change: a Change, whatever the event type.
-        register(document=document, name=fn.__name__, **opts)(adapt(fn, _converter(kind)))
+        convert = _converter(kind, with_auth=with_auth)
+        register(document=document, name=fn.__name__, **opts)(adapt(fn, convert))
         return fn
 
     return decorator
@@ -106,3 +140,31 @@ def on_document_deleted(*, document: str | None = None, **options: Any) -> Calla
 def on_document_written(*, document: str | None = None, **options: Any) -> Callable[[F], F]:
     """Run the function on any write of a matching document (a Change; a side may be None)."""
     return _register("written", document, options)
+
+
+def on_document_created_with_auth_context(
+    *, document: str | None = None, **options: Any
+) -> Callable[[F], F]:
+    """on_document_created, with an AuthEvent: who created the document."""
+    return _register("created", document, options, with_auth=True)
+
+
+def on_document_updated_with_auth_context(
+    *, document: str | None = None, **options: Any
+) -> Callable[[F], F]:
+    """on_document_updated, with an AuthEvent: who changed the document."""
+    return _register("updated", document, options, with_auth=True)
+
+
+def on_document_deleted_with_auth_context(
+    *, document: str | None = None, **options: Any
+) -> Callable[[F], F]:
+    """on_document_deleted, with an AuthEvent: who deleted the document."""
+    return _register("deleted", document, options, with_auth=True)
+
+
+def on_document_written_with_auth_context(
+    *, document: str | None = None, **options: Any
+) -> Callable[[F], F]:
+    """on_document_written, with an AuthEvent: who wrote the document."""
+    return _register("written", document, options, with_auth=True)

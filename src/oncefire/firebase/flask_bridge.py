@@ -106,7 +106,7 @@ def serve(
 ) -> StarletteResponse:
     """Run handle(request) inside a Flask request context; the server's response for it.
     Answered becomes oncefire's ErrorResponse (the attempt recorded as failed)."""
-    from oncefire.http import ErrorResponse, PermanentErrorResponse
+    from oncefire.web.http_functions import ErrorResponse, PermanentErrorResponse
 
     app = flask_app()
     env = environ(event, root)

@@ -25,6 +25,8 @@ __all__ = [
     "CorsOptions",
     "IngressSetting",
     "MemoryOption",
+    "RateLimits",
+    "RetryConfig",
     "SupportedRegion",
     "Timezone",
     "VpcEgressSetting",
@@ -91,6 +93,26 @@ class IngressSetting(StrEnum):
     ALLOW_ALL = "ALLOW_ALL"
     ALLOW_INTERNAL_ONLY = "ALLOW_INTERNAL_ONLY"
     ALLOW_INTERNAL_AND_GCLB = "ALLOW_INTERNAL_AND_GCLB"
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """How a task queue function's task is retried (Cloud Tasks' retry settings); None takes
+    Cloud Tasks' default. See tasks_fn for how each maps onto a RetryPolicy."""
+
+    max_attempts: int | None = None
+    max_retry_seconds: int | None = None
+    max_backoff_seconds: int | None = None
+    max_doublings: int | None = None
+    min_backoff_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """How fast and how many at once a task queue function's tasks are dispatched."""
+
+    max_concurrent_dispatches: int | None = None
+    max_dispatches_per_second: int | float | None = None
 
 
 class MemoryOption(IntEnum):

@@ -1,8 +1,10 @@
 """Topic triggers with Firebase's names: `on_message_published(topic="orders")`.
 
-`event.data.message` has `.json` (the message body), `.data` (its JSON text in base64, as
-Firebase gives it), `.attributes` and `.message_id`. Publish with `app.publish(topic, data)`
-or `oncefire publish TOPIC JSON`. Not retried unless `retry=True`, as in Firebase.
+`event.data.message` has `.data` (the message's bytes in base64, as Firebase gives them),
+`.json` (those bytes read as JSON; a ValueError when they are not), `.attributes`,
+`.message_id` and `.publish_time`. Publish JSON with `app.publish(topic, data)` or `oncefire
+publish TOPIC JSON` (its bytes are the JSON text), or bytes with `app.publish(topic, b"raw")`
+or `oncefire publish TOPIC --text World`. Not retried unless `retry=True`, as in Firebase.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from oncefire import codec
 from oncefire.events import Event as OncefireEvent
 from oncefire.events import Message as OncefireMessage
 from oncefire.firebase import options as firebase_options
 from oncefire.firebase.cloudevent import CloudEvent, adapt
 from oncefire.firebase.defaults import default_app
+from oncefire.model import codec
 
 __all__ = ["CloudEvent", "Message", "MessagePublishedData", "on_message_published"]
 
@@ -32,15 +35,18 @@ class Message(Generic[T]):
     """A topic message, as Firebase's `pubsub_fn.Message`."""
 
     message_id: str
-    publish_time: str
-    data: str  # base64 of the message's JSON text
+    publish_time: datetime
+    data: str  # base64 of the message's bytes (of its JSON text, for a JSON message)
     attributes: dict[str, str] = field(default_factory=dict)
     ordering_key: str | None = None
 
     @property
     def json(self) -> T:
-        """The message body, decoded from `data` (ValueError if it is not JSON)."""
-        return json.loads(base64.b64decode(self.data))  # type: ignore[no-any-return]
+        """The message's bytes read as JSON; a ValueError saying why when they are not."""
+        try:
+            return json.loads(base64.b64decode(self.data).decode("utf-8"))  # type: ignore[no-any-return]
+        except ValueError as error:
+            raise ValueError(f"Unable to parse Pub/Sub message data as JSON: {error}") from error
 
 
 @dataclass(frozen=True)
@@ -53,11 +59,11 @@ class MessagePublishedData(Generic[T]):
 
 def _convert(event: OncefireEvent) -> CloudEvent[MessagePublishedData[Any]]:
     message: OncefireMessage = event.data
-    text = codec.dumps(message.data)
+    raw = message.data if isinstance(message.data, bytes) else codec.dumps(message.data).encode()
     published = Message[Any](
         message_id=message.id,
-        publish_time=message.publish_time.isoformat().replace("+00:00", "Z"),
-        data=base64.b64encode(text.encode()).decode(),
+        publish_time=message.publish_time,
+        data=base64.b64encode(raw).decode(),
         attributes=dict(message.attributes),
     )
     return CloudEvent(

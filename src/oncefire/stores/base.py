@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from oncefire.clock import Clock
 from oncefire.events import StoredEvent
-from oncefire.rates import RateLimit
+from oncefire.model.rates import RateLimit
 from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
 from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
@@ -68,6 +68,9 @@ class DocumentTx(TickTx, LeaseTx, Protocol):
     ) -> list[tuple[str, dict[str, Any], str]]:
         """(path, record, key) of up to limit documents, key in key_range, past `after`."""
 
+    def collection_names(self, prefix: str) -> list[str]:
+        """The paths of the collections that start with prefix and hold a document."""
+
     def index_fields(self, collection: str) -> list[str]: ...
 
     def complete_index_fields(self, collection: str) -> list[str]:
@@ -112,8 +115,7 @@ class Store(Protocol):
     """A database that records oncefire's state; SQLite and PostgreSQL implement it."""
 
     url: str
-    dialect: str
-    """"sqlite" or "postgres": which named queries (stores/sql/<dialect>) the store runs."""
+    dialect: str  # "sqlite" or "postgres": which named queries (stores/sql/<dialect>) it runs
     tables: TableTriggers
     """The triggers on the application's own tables (oncefire.tables decides what they hold)."""
 
@@ -129,8 +131,7 @@ class Store(Protocol):
         """A serializable write transaction: commits on exit, rolls back on an exception."""
 
     def batch(self) -> AbstractContextManager[None]:
-        """Store calls this thread makes inside the block share one transaction: one commit
-        records many attempts. An error in any of them rolls back all."""
+        """This thread's store calls in the block share one transaction (one commit, or none)."""
 
     def read(self) -> AbstractContextManager[DocumentTx]:
         """A read-only snapshot for document reads and queries."""
@@ -156,9 +157,8 @@ class Store(Protocol):
         field: str,
         entries: Callable[[Iterator[tuple[str, dict[str, Any]]]], dict[str, str]],
     ) -> None:
-        """Declare an indexed field and index the documents already there, in one transaction
-        that no document write can interleave with; entries(documents) maps each path to
-        its value key. A field declared already is left as it is (writes keep its index)."""
+        """Declare an indexed field and index the documents there, in one transaction no write
+        interleaves; entries(documents) maps paths to value keys (a declared field is kept)."""
 
     def expired_paths(
         self, collection: str, field: str, ranges: Sequence[tuple[str, str]], limit: int
@@ -312,7 +312,7 @@ class Store(Protocol):
         """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
 
     def purge(self, kind: str, before: float, limit: int) -> dict[str, int]:
-        """Delete up to `limit` rows of one kind of history (oncefire.retention.KINDS) older
+        """Delete up to `limit` rows of one kind of history (features.retention.KINDS) older
         than `before` in one short write transaction that gives free pages back; how many.
         Kind "pages" gives up to `limit` free pages back (SQLite), and deletes nothing."""
 

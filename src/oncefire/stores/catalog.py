@@ -19,11 +19,22 @@ __all__ = [
 ]
 
 
-def function_entry(row: tuple[str, str, str, str, float, str | None]) -> FunctionEntry:
-    """A FunctionEntry from a (name, kind, source, event_types, registered_at, fields) row;
-    fields is a JSON list or NULL."""
+def function_entry(
+    row: tuple[str, str, str, str, float, str | None, str | None],
+) -> FunctionEntry:
+    """A FunctionEntry from a (name, kind, source, event_types, registered_at, fields,
+    attributes) row; fields is a JSON list or NULL, attributes a JSON object or NULL."""
     fields = tuple(json.loads(row[5])) if row[5] else ()
-    return FunctionEntry(row[0], row[1], row[2], tuple(row[3].split(",")), row[4], fields=fields)
+    attributes = tuple(sorted(json.loads(row[6]).items())) if row[6] else ()
+    return FunctionEntry(
+        row[0],
+        row[1],
+        row[2],
+        tuple(row[3].split(",")),
+        row[4],
+        fields=fields,
+        attributes=attributes,
+    )
 
 
 def fields_by_collection(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[str, ...]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oncefire.buckets import hour_of
+from oncefire.model.buckets import hour_of
 from oncefire.stores.base import Store
 from oncefire.stores.history import named_queries
 

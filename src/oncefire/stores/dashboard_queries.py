@@ -15,8 +15,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from oncefire import codec
 from oncefire.events import StoredEvent
+from oncefire.model import codec
 from oncefire.stores.base import Store
 
 _HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)

@@ -1,4 +1,4 @@
-"""The store read `oncefire demo` makes before it writes (oncefire/demo_guard.py decides), a
+"""The store read `oncefire demo` makes before it writes (oncefire/demo/guard.py decides), a
 named query of sql/<dialect>/demo.sql run on the store's own connection."""
 
 from __future__ import annotations

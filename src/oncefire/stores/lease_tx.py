@@ -1,4 +1,4 @@
-"""What a store transaction does to be fenced by a lease (oncefire.fencing): one guarded read
+"""What a store transaction does to be fenced by a lease (oncefire.model.fencing): one guarded read
 of the delivery, which holds its row until the transaction ends."""
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from oncefire import codec
-from oncefire.buckets import DURATION_BOUNDS
 from oncefire.clock import Clock
 from oncefire.errors import MissingDependencyError
 from oncefire.events import StoredEvent
-from oncefire.paths import parent_of
-from oncefire.rates import RateLimit, available
+from oncefire.model import codec
+from oncefire.model.buckets import DURATION_BOUNDS
+from oncefire.model.paths import parent_of
+from oncefire.model.rates import RateLimit, available
 from oncefire.stores import queries
 from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_group_of
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout

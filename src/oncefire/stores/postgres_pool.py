@@ -15,13 +15,14 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
-from oncefire import codec
 from oncefire.errors import (
     InvalidDocumentError,
     OncefireError,
+    StoreConflictError,
     StoreError,
     StoreUnavailableError,
 )
+from oncefire.model import codec
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row
 from oncefire.stores.postgres_hosts import (
@@ -61,7 +62,7 @@ def failure(exc: psycopg.Error) -> OncefireError:
             f"A key is too long for a PostgreSQL index ({text}): use shorter ids or keys."
         )
     if isinstance(exc, psycopg.errors.DeadlockDetected):
-        return StoreError(
+        return StoreConflictError(
             "Two transactions waited on each other (a deadlock), and PostgreSQL ended this one: "
             "run it again, and write the same documents in the same order everywhere."
         )

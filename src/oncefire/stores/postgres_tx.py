@@ -15,8 +15,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oncefire import codec
 from oncefire.events import EventType, StoredEvent
+from oncefire.model import codec
 from oncefire.stores import queries
 from oncefire.stores.base import Lease
 from oncefire.stores.catalog import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from oncefire.rates import RateLimit, refill, waited
+from oncefire.model.rates import RateLimit, refill, waited
+from oncefire.model.totals import RATE_LIMITED
 from oncefire.stores.connection import Statements
-from oncefire.totals import RATE_LIMITED
 
 
 class Buckets:

@@ -20,6 +20,7 @@ class FunctionEntry:
     registered_at: float
     ordering: str | None = None  # "document" or "key" (ordering_key): run one at a time
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed; () any
+    attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class Leased:
     is_started: bool = True  # False: leased but its function was never started
     is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
     is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
-    # The @idempotent record acquired for it with its lease (oncefire/acquiring.py), if any.
+    # The @idempotent record acquired for it with its lease (engine/leased_records.py), if any.
     acquired: IdempotencyRecord | None = None
 
     @classmethod
@@ -129,7 +130,7 @@ class Ending:
     started_at: float | None = None  # by the app's clock; None: when it was leased
     finished_at: float | None = None  # by the app's clock; None: when it is written
     cpu_seconds: float | None = None  # CPU time of the call's thread; None: not measured
-    reads: int | None = None  # documents the function read (oncefire.usage); None: not run
+    reads: int | None = None  # documents the function read (oncefire.features.usage); None: not run
     writes: int | None = None  # writes the function made; None: not run
     # The @idempotent records the attempt completed: written with it, in the same transaction.
     completions: tuple[IdempotencyCompletion, ...] = ()
@@ -147,7 +148,7 @@ class FunctionCounts:
     """Raw per-function figures over a window, from which the core computes stats."""
 
     outcomes: dict[str, int]
-    histogram: dict[int, int]  # attempts per duration bin (oncefire.buckets)
+    histogram: dict[int, int]  # attempts per duration bin (oncefire.model.buckets)
     states: dict[str, int]
     max_attempts_per_event: int
     dedupe_hits: int

@@ -30,7 +30,7 @@ COUNTS = {
 
 
 class SqlRetention:
-    """The store operations of retention (`oncefire.retention` decides what and when)."""
+    """The store operations of retention (`oncefire.features.retention` decides what and when)."""
 
     def _one(self) -> Statements:
         raise NotImplementedError

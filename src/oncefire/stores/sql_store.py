@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from oncefire.buckets import DEDUPE, hour_of
 from oncefire.clock import Clock
 from oncefire.events import StoredEvent
-from oncefire.rates import RateLimit
+from oncefire.model.buckets import DEDUPE, hour_of
+from oncefire.model.rates import RateLimit
 from oncefire.stores.base import (
     DeadLetterFilter,
     DeadLetterRow,
@@ -153,6 +153,7 @@ class SqlStore(Schema, Leasing, SqlRetention, FunctionOps, RecordOps):
                 "event_types": ",".join(r.event_types),
                 "registered_at": r.registered_at,
                 "fields": json.dumps(list(r.fields)) if r.fields else None,
+                "attributes": json.dumps(dict(r.attributes)) if r.attributes else None,
             }
             for r in records
         ]

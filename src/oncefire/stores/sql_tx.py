@@ -7,14 +7,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from oncefire import codec
-from oncefire.buckets import hour_of
 from oncefire.events import StoredEvent
-from oncefire.paths import parent_of
+from oncefire.model import codec
+from oncefire.model.buckets import hour_of
+from oncefire.model.paths import parent_of
+from oncefire.model.totals import LOOP_STOPPED
 from oncefire.stores.base import FunctionEntry, Lease
 from oncefire.stores.catalog import Catalog, CatalogCache
 from oncefire.stores.connection import Statements
-from oncefire.totals import LOOP_STOPPED
+
+PAST_TEXT = "\U0010ffff"  # sorts after every character: prefix + PAST_TEXT ends a prefix's range
 
 
 class SqlTx:
@@ -130,6 +132,12 @@ class SqlTx:
             (path, {"data": self._decode(data), "create_time": created, "update_time": updated})
             for path, data, created, updated in self.statements.fetch("documents_page", args)
         ]
+
+    def collection_names(self, prefix: str) -> list[str]:
+        """The paths of the collections that start with prefix and hold a document, in
+        order: one index seek a collection, whatever the number of documents."""
+        args = {"prefix": prefix, "prefix_end": prefix + PAST_TEXT}
+        return [name for (name,) in self.statements.fetch("collection_names", args)]
 
     def index_page(
         self,

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from oncefire import codec
 from oncefire.events import StoredEvent
-from oncefire.rates import RateLimit, available
+from oncefire.model import codec
+from oncefire.model.rates import RateLimit, available
 from oncefire.settings import MEMORY_URLS, check_store_url
 from oncefire.stores import migrations, queries, sqlite_set_document
 from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, Taken, error_group_of

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from oncefire import buckets
 from oncefire.events import StoredEvent
+from oncefire.model import buckets
 from oncefire.stores.base import Ending, Lease, Leased
 from oncefire.stores.connection import Row, SqliteStatements
 

@@ -16,9 +16,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from oncefire import codec
 from oncefire.events import EventType
-from oncefire.paths import parent_of
+from oncefire.model import codec
+from oncefire.model.paths import parent_of
 from oncefire.stores import faults, queries
 from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
 from oncefire.stores.sqlite_connections import SqliteConnections

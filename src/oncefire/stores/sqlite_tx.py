@@ -6,9 +6,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from oncefire import codec
 from oncefire.events import StoredEvent
-from oncefire.paths import parent_of
+from oncefire.model import codec
+from oncefire.model.paths import parent_of
 from oncefire.stores import queries
 from oncefire.stores.catalog import (
     Catalog,

@@ -1,5 +1,5 @@
 """What a store records of schedules: each one's last tick handled (fired or skipped),
-written in the transaction that emits its ticks. The core (oncefire.ticks) decides which
+written in the transaction that emits its ticks. The core (oncefire.features.ticks) decides which
 ticks fire; a worker that starts reads here where the schedule stands."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The store side of the unrouted events' warning (oncefire/unrouted.py decides): their count
+"""The store side of the unrouted events' warning (operations/unrouted.py decides): their count
 by origin, and the awaited sources, as named queries of sql/<dialect>/unrouted.sql run on
 the store's own connections."""
 

@@ -13,7 +13,10 @@ from oncefire import App
 from oncefire.events import Event
 
 Path(os.environ["E2E_DIR"], f"loading-{os.getpid()}").touch()
-if getattr(getattr(sys.modules["__main__"], "__spec__", None), "name", "") == "oncefire.supervisor":
+if (
+    getattr(getattr(sys.modules["__main__"], "__spec__", None), "name", "")
+    == "oncefire.engine.supervisor"
+):
     time.sleep(float(os.environ.get("SLOW_IMPORT", "0")))
 else:
     time.sleep(float(os.environ.get("SLOW_SUPERVISOR_IMPORT", "0")))

@@ -5,7 +5,7 @@
 -- One row per (function, hour, outcome, duration bin): counts, summed durations and CPU
 -- seconds, and the highest attempt number. outcome 'dedupe' counts duplicates skipped by
 -- an idempotency helper (bin 0). A duration's bin is width_bucket over these lower bounds
--- (oncefire.buckets.DURATION_BOUNDS; the bounds are part of the schema).
+-- (oncefire.model.buckets.DURATION_BOUNDS; the bounds are part of the schema).
 CREATE TABLE oncefire_buckets (
     function text NOT NULL,
     hour double precision NOT NULL,

@@ -11,17 +11,20 @@ UPDATE oncefire_catalog SET version = version + 1;
 -- One statement, so the version and what it labels come from one snapshot.
 SELECT c.version, f.rows, i.rows FROM oncefire_catalog c,
     (SELECT coalesce(json_agg(json_build_array(name, kind, source, event_types,
-        registered_at, fields) ORDER BY position), '[]') FROM oncefire_functions) AS f (rows),
+        registered_at, fields, attributes) ORDER BY position), '[]')
+        FROM oncefire_functions) AS f (rows),
     (SELECT coalesce(json_agg(json_build_array(collection, field, building)), '[]')
         FROM oncefire_index_fields) AS i (rows);
 
 -- name: upsert_function
 -- A name new to the store (needs_routing = 1) is offered the unrouted events by a worker.
 INSERT INTO oncefire_functions (name, kind, source, event_types, registered_at, fields,
-    needs_routing)
-VALUES (%(name)s, %(kind)s, %(source)s, %(event_types)s, %(registered_at)s, %(fields)s, 1)
+    attributes, needs_routing)
+VALUES (%(name)s, %(kind)s, %(source)s, %(event_types)s, %(registered_at)s, %(fields)s,
+    %(attributes)s, 1)
 ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, source = excluded.source,
-    event_types = excluded.event_types, fields = excluded.fields;
+    event_types = excluded.event_types, fields = excluded.fields,
+    attributes = excluded.attributes;
 
 -- name: lock_documents_for_index
 -- EXCLUSIVE mode waits for document writes in flight (from their first row lock: that is

@@ -1,4 +1,4 @@
--- The application's own statements in `oncefire demo --tables` (oncefire/demo_tables.py):
+-- The application's own statements in `oncefire demo --tables` (oncefire/demo/tables.py):
 -- what an application writing its table with plain SQL would run, on its own connection.
 
 -- name: demo_drop_orders

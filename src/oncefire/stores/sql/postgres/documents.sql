@@ -77,7 +77,7 @@ SELECT array_agg(id ORDER BY id), oncefire_wake('oncefire', CASE WHEN count(*) <
 FROM added HAVING count(*) > 0;
 
 -- name: hold_lease
--- Fencing (oncefire/fencing.py): a function's transaction goes on only while its delivery is
+-- Fencing (oncefire/model/fencing.py): a function's transaction goes on only while its delivery is
 -- still running under its lease. FOR SHARE holds the row to the commit, so a takeover (an
 -- UPDATE of the row) waits for this transaction, and one committed first is seen here.
 SELECT 1 FROM oncefire_deliveries
@@ -152,3 +152,16 @@ UNION ALL
 WHERE collection = %(collection)s AND field = %(field)s
     AND left(value, 256) BETWEEN %(times_from)s AND %(times_until)s
 ORDER BY left(value, 256) LIMIT %(limit)s);
+
+-- name: collection_names
+-- The collections whose path lies in [prefix, prefix_end), each found by one seek of the
+-- (collection, path) index past the one before: a walk of the collections, not the documents.
+WITH RECURSIVE names(name) AS (
+    SELECT min(collection) FROM oncefire_documents
+    WHERE collection >= %(prefix)s AND collection < %(prefix_end)s
+    UNION ALL
+    SELECT (SELECT min(d.collection) FROM oncefire_documents d
+            WHERE d.collection > names.name AND d.collection < %(prefix_end)s)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL;

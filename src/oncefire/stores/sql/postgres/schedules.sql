@@ -1,4 +1,4 @@
--- Each schedule's last tick handled (oncefire.ticks): read when a worker first looks at the
+-- Each schedule's last tick handled (oncefire.features.ticks): read when a worker first looks at the
 -- schedule, moved on in the transaction that emits its ticks.
 
 -- name: tick_after

@@ -6,7 +6,7 @@
 -- seconds, and the highest attempt number. outcome 'dedupe' counts duplicates skipped by
 -- an idempotency helper (bin 0). A duration's bin is how many of these lower bounds (in
 -- seconds) it reaches: 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30 60 300
--- (oncefire.buckets.DURATION_BOUNDS; the bounds are part of the schema).
+-- (oncefire.model.buckets.DURATION_BOUNDS; the bounds are part of the schema).
 CREATE TABLE oncefire_buckets (
     function TEXT NOT NULL,
     hour REAL NOT NULL,

@@ -1,5 +1,5 @@
 -- oncefire schema 27: totals that only grow, which Prometheus's counters read
--- (oncefire.totals). Retention never purges them: they are kept apart from the history
+-- (oncefire.model.totals). Retention never purges them: they are kept apart from the history
 -- they count.
 --
 -- One row per (function, kind, bin). kind is an attempt's outcome ('succeeded', 'failed',

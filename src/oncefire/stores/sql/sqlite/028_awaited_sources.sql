@@ -1,4 +1,4 @@
--- oncefire schema 28: which unrouted events are warned about (oncefire/unrouted.py).
+-- oncefire schema 28: which unrouted events are warned about (oncefire/operations/unrouted.py).
 -- An event no function takes is still kept for unrouted_retention and offered to the first
 -- function registered later that takes it; the dashboard, the metric and the audit warn only
 -- about those of an awaited source: a topic, collection or table some function took (written

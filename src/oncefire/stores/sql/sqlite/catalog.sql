@@ -8,8 +8,8 @@ SELECT version FROM oncefire_catalog;
 UPDATE oncefire_catalog SET version = version + 1;
 
 -- name: catalog_functions
-SELECT name, kind, source, event_types, registered_at, fields FROM oncefire_functions
-ORDER BY rowid;
+SELECT name, kind, source, event_types, registered_at, fields, attributes
+FROM oncefire_functions ORDER BY rowid;
 
 -- name: catalog_index_fields
 SELECT collection, field, building FROM oncefire_index_fields;
@@ -17,10 +17,11 @@ SELECT collection, field, building FROM oncefire_index_fields;
 -- name: upsert_function
 -- A name new to the store (needs_routing = 1) is offered the unrouted events by a worker.
 INSERT INTO oncefire_functions (name, kind, source, event_types, registered_at, fields,
-    needs_routing)
-VALUES (:name, :kind, :source, :event_types, :registered_at, :fields, 1)
+    attributes, needs_routing)
+VALUES (:name, :kind, :source, :event_types, :registered_at, :fields, :attributes, 1)
 ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, source = excluded.source,
-    event_types = excluded.event_types, fields = excluded.fields;
+    event_types = excluded.event_types, fields = excluded.fields,
+    attributes = excluded.attributes;
 
 -- name: order_function
 -- From now on the function's new deliveries carry an ordering key: their event's source

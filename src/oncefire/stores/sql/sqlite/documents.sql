@@ -57,7 +57,7 @@ INSERT INTO oncefire_deliveries (event_id, function, state, run_at, created_at)
 VALUES (:event_id, :function, 'pending', :run_at, :run_at) RETURNING id;
 
 -- name: hold_lease
--- Fencing (oncefire/fencing.py): a function's transaction goes on only while its delivery is
+-- Fencing (oncefire/model/fencing.py): a function's transaction goes on only while its delivery is
 -- still running under its lease; the write lock (BEGIN IMMEDIATE) keeps it so to the commit.
 SELECT 1 FROM oncefire_deliveries WHERE id = :id AND state = 'running' AND lease_token = :token;
 
@@ -113,3 +113,16 @@ SELECT path FROM (
         AND value BETWEEN :times_from AND :times_until
     ORDER BY value LIMIT :limit
 );
+
+-- name: collection_names
+-- The collections whose path lies in [prefix, prefix_end), each found by one seek of the
+-- (collection, path) index past the one before: a walk of the collections, not the documents.
+WITH RECURSIVE names(name) AS (
+    SELECT min(collection) FROM oncefire_documents
+    WHERE collection >= :prefix AND collection < :prefix_end
+    UNION ALL
+    SELECT (SELECT min(d.collection) FROM oncefire_documents d
+            WHERE d.collection > names.name AND d.collection < :prefix_end)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL;

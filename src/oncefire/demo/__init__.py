@@ -1,0 +1,1 @@
+"""The bundled demos that `oncefire demo` runs."""

@@ -1,0 +1,128 @@
+"""@idempotent records acquired with the lease of their deliveries: one statement a turn.
+
+A worker's turn that leases deliveries of a function that is itself @idempotent, with the
+default key (the event id), acquires their records in the turn's transaction, in one
+statement, instead of one statement an attempt. The attempt finds its record held
+(Leased.acquired, handed to it in its Deferred) and runs; it acquires on its own when the turn
+could not (a live record exists: completed, held, or of another payload) or when it starts so
+late that the record's lease would end within the function's timeout. A custom key= is not
+computed by the worker: its attempts acquire their own.
+
+A record is leased from the turn for the function's lease; an attempt that starts more than
+idempotency.QUEUED_FOR seconds later acquires anew (a delivery waits about a second at most in
+its worker's queue). Its token names the delivery and the
+attempt ("<delivery id>.<attempt>.<random>"), so the records of deliveries that never ran are
+released by whoever hands them back: their worker (handed back unstarted, or its attempt
+ended before its function was called), or a rescuer that never saw the token (a dead
+worker's deliveries never started). A delivery that may have run keeps its record, as one its
+attempt acquired would be kept: one marked started (its retry waits for the record's lease
+and TAKE_OVER_AFTER), and one marked ahead (its function may have been entered before a
+commit could confirm it), handed back uncharged, due when its record may be taken over. So a
+stalled worker that wakes up meanwhile does not repeat the effect beside it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from oncefire.idempotency import (
+    IN_PROGRESS,
+    TAKE_OVER_AFTER,
+    IdempotencySpec,
+    by_event_id,
+    hash_of,
+    record_key,
+)
+from oncefire.model import codec
+from oncefire.stores.base import IdempotencyRecord, Leased, Taken
+
+if TYPE_CHECKING:
+    from oncefire.engine.runtime import Runtime
+    from oncefire.triggers import Trigger
+
+
+def spec_of(trigger: Trigger) -> IdempotencySpec | None:
+    """The @idempotent settings of a trigger's function if its worker acquires its records
+    with the lease: the function itself is @idempotent, with the default key."""
+    spec: IdempotencySpec | None = getattr(trigger.fn, "__oncefire_idempotent__", None)
+    return spec if spec is not None and spec.key is by_event_id else None
+
+
+def _registered_spec(rt: Runtime, function: str) -> IdempotencySpec | None:
+    """spec_of a function registered in this process (None if it is not, or has none)."""
+    return spec_of(rt.triggers[function]) if function in rt.triggers else None
+
+
+def token_start(delivery_id: int, attempt: int) -> str:
+    """How the token of a record acquired with a delivery's lease starts."""
+    return f"{delivery_id}.{attempt}."
+
+
+def acquire(rt: Runtime, taken: Sequence[Taken]) -> list[Leased] | None:
+    """In a turn's transaction, after its lease: the deliveries taken, with their events and
+    the records acquired for them (one statement); None if no function of theirs has its
+    records acquired here (their events are then read after the commit)."""
+    specs = {name: spec_of(rt.triggers[name]) for name in {t.function for t in taken}}
+    if not any(specs.values()):
+        return None
+    leased = rt.store.with_events(taken)
+    now = rt.clock.now()
+    wanted: dict[str, tuple[int, IdempotencyRecord]] = {}  # by key: (index in leased, record)
+    for i, item in enumerate(leased):
+        spec = specs[item.function]
+        if spec is not None and not isinstance(item.event.data, codec.Undecodable):
+            record = _record(spec, item, now)
+            wanted.setdefault(record.key, (i, record))  # a key once a statement
+    acquired = rt.store.acquire_idempotency_many([r for _, r in wanted.values()], now)
+    for i, record in wanted.values():
+        if record.key in acquired:
+            leased[i] = replace(leased[i], acquired=record)
+    return leased
+
+
+def _record(spec: IdempotencySpec, item: Leased, now: float) -> IdempotencyRecord:
+    """The in-progress record of a leased delivery's key, as its attempt would acquire it."""
+    return IdempotencyRecord(
+        record_key(item.function, spec.helper, item.event.id),
+        item.function,
+        IN_PROGRESS,
+        token_start(item.lease.delivery_id, item.attempt) + uuid.uuid4().hex,
+        hash_of(item.event.data, spec.owner),
+        now + spec.lease,
+        now + max(spec.ttl, spec.lease),
+        None,
+    )
+
+
+def release(rt: Runtime, records: Iterable[IdempotencyRecord | None]) -> None:
+    """Release records acquired with leases whose attempts never called their function."""
+    held = [(r.key, r.token) for r in records if r is not None]
+    if held:
+        rt.store.release_idempotency_many(held)
+
+
+def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
+    """When the record a stopped worker acquired with a rescued delivery's lease may be taken
+    over, at the latest (None: its function has none). It was acquired with the lease, at
+    least the worker's lease (settings.lease) before now, for the @idempotent lease; then
+    TAKE_OVER_AFTER lets its holder, perhaps alive, complete it first."""
+    spec = _registered_spec(rt, item.function)
+    if spec is None:
+        return None
+    return now + max(0.0, spec.lease - rt.settings.lease) + TAKE_OVER_AFTER
+
+
+def release_rescued(rt: Runtime, items: Sequence[Leased]) -> None:
+    """Release the records a stopped worker acquired with the leases of deliveries it never
+    started, handed back to run again uncharged."""
+    held = []
+    for item in items:
+        spec = _registered_spec(rt, item.function)
+        if spec is not None:
+            key = record_key(item.function, spec.helper, item.event.id)
+            held.append((key, token_start(item.lease.delivery_id, item.attempt)))
+    if held:
+        rt.store.release_idempotency_many(held)

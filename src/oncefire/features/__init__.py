@@ -1,0 +1,1 @@
+"""Product features over the engine: schedules, TTL, retention, alerts, budgets, cost."""

@@ -1,0 +1,1 @@
+"""What a person reads and does: dead letters, the functions catalogue, history."""
