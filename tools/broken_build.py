@@ -104,8 +104,8 @@ BREAKAGES = (
         (
             Edit(
                 "oncefire/documents.py",
-                "            check_lease = fencing.hold(raw)\n",
-                "            check_lease = lambda: None  # noqa: E731 - broken on purpose\n",
+                "check_lease = fencing.hold(raw)",
+                "check_lease = (lambda: None)  # broken on purpose;",
             ),
         ),
         (
