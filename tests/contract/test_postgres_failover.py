@@ -164,6 +164,23 @@ def test_a_write_that_reaches_a_standby_waits_for_its_promotion(
         app.close()
 
 
+def test_a_standby_alone_is_read_only_after_the_retry_window(
+    pair: tuple[Cluster, Cluster],
+) -> None:
+    primary, standby = pair
+    writer = App(primary.database_url(DATABASE))
+    writer.db.document("orders/o1").set({"n": 1})
+    writer.close()
+    standby.caught_up(primary)
+    app = App(standby.database_url(DATABASE), store_retry_window=0.5)
+    try:
+        with pytest.raises(StoreUnavailableError, match="read-only") as caught:
+            app.db.document("orders/o2").set({"n": 2})
+        assert "\n" not in str(caught.value)
+    finally:
+        app.close()
+
+
 def written(app: App, path: str) -> bool:
     """Whether a write of path succeeded (False: the store was unavailable)."""
     try:

@@ -167,7 +167,10 @@ class Pool:
             conn.close()  # the pool replaces it: libpq may reach the primary next time
             self._pool.putconn(conn)
             last = psycopg.errors.ReadOnlySqlTransaction("the server reached is a standby")
-            time.sleep(max(min(STANDBY_PAUSE, deadline - time.monotonic()), 0.0))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise failure(last)
+            time.sleep(min(STANDBY_PAUSE, left))
 
     @property
     def in_batch(self) -> bool:
