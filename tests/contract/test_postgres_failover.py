@@ -193,8 +193,9 @@ def written(app: App, path: str) -> bool:
 def test_the_command_line_takes_a_url_of_several_hosts(pair: tuple[Cluster, Cluster]) -> None:
     primary, standby = pair
     url = hosts(standby, primary)
-    App(url).close()  # the schema, as `oncefire migrate` makes it
     runner = CliRunner()
+    migrated = runner.invoke(main, ["migrate", "--store", url])
+    assert migrated.exit_code == 0 and "schema at version" in migrated.stdout, migrated.output
     written = runner.invoke(main, ["doc", "set", "orders/o1", '{"a": 1}', "--store", url])
     assert written.exit_code == 0, written.output
     assert f"store: {url}" in written.stderr
