@@ -63,13 +63,13 @@ def call(event: Event) -> None:
 
 @app.on_document_created("zombies/{key}", retry_policy=QUICK, timeout=60)
 def zombie(event: Event) -> None:
-    """Its first attempt sleeps 1 s (the test stops its process meanwhile), then finds its
-    transaction fenced (the lease was taken over: a `fenced` line) and fails late;
-    a later attempt of a `slow*` key commits, then runs 4 s more (the late failure lands
-    while it runs)."""
+    """Its first attempt sleeps 3 s (the test stops its process meanwhile, however loaded the
+    machine), then finds its transaction fenced (the lease was taken over: a `fenced` line)
+    and fails late; a later attempt of a `slow*` key commits, then runs 6 s more (the late
+    failure lands while it runs)."""
     witness("start", event, "zombie")
     if event.attempt == 1:
-        time.sleep(1.0)
+        time.sleep(3.0)
         try:
             commit_effect(event)  # after the rescue took it over: fenced, writes nothing
         except LeaseLostError:
@@ -78,7 +78,7 @@ def zombie(event: Event) -> None:
         raise RuntimeError("late failure of a stalled attempt")
     commit_effect(event)
     if event.params["key"].startswith("slow"):
-        time.sleep(4.0)
+        time.sleep(6.0)
     witness("end", event, "zombie", ok=True)
 
 

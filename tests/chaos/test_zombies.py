@@ -45,10 +45,10 @@ def test_a_stopped_worker_resumed_past_its_lease_changes_nothing(
     try:
         assert produce(chaos_store, folder, "zombies", "zombie", 1, prefix=prefix).wait(60) == 0
         started = wait_for("attempt 1", lambda: first(folder, "start", 1), 60, workers.log)
-        stop_outside_a_write(chaos_store, started.pid)  # within the attempt's 1 s sleep
+        stop_outside_a_write(chaos_store, started.pid)  # within the attempt's 3 s sleep
         try:
             assert first(folder, "end", 1) is None, "attempt 1 ended before it was stopped"
-            # The rescuer: attempt 2 in another process ("slow" keys run 4 s after it commits).
+            # The rescuer: attempt 2 in another process ("slow" keys run 6 s after it commits).
             rescued = wait_for(
                 "the rescue", lambda: first(folder, resume_after, 2), 60, workers.log
             )
