@@ -4,6 +4,7 @@ the commits they made; and the end-to-end run of one producer with warm workers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,8 +107,9 @@ def drain_backlog(
                 extra_env={**setup.env, **counter.env},
                 processes=setup.processes,
                 first_path=counter.path,
-            ),
+            ) as process,
         ):
+            remaining = alive(process, remaining)
             if window is None:
                 result = time_drain(remaining, n, warmup=max(1, n // 40), max_seconds=max_seconds)
             else:
@@ -125,6 +127,18 @@ def drain_backlog(
     result["commits_per_event"] = per_event(before, after, own, done)
     result["events_done_by_stop"] = done
     return result
+
+
+def alive(process: Any, remaining: Callable[[], int]) -> Callable[[], int]:
+    """remaining(), failing at once when the worker processes have exited (a refused
+    option, a crash) instead of waiting out the start-up timeout."""
+
+    def count() -> int:
+        if process.poll() is not None:
+            raise RuntimeError(f"the worker processes exited with status {process.returncode}")
+        return remaining()
+
+    return count
 
 
 def end_to_end(

@@ -208,7 +208,8 @@ ONCEFIRE = [
 
 
 def worker_command(t: Target, processes: int = WORKER_PROCESSES) -> list[str]:
-    """`oncefire worker bench/workload.py --store URL --processes N`, with this interpreter."""
+    """`oncefire worker bench/workload.py --store URL --processes N --force`, with this
+    interpreter (--force: the per-event set-up runs more processes than 4 a CPU on purpose)."""
     return [
         *ONCEFIRE,
         "worker",
@@ -217,6 +218,7 @@ def worker_command(t: Target, processes: int = WORKER_PROCESSES) -> list[str]:
         t.url,
         "--processes",
         str(processes),
+        "--force",
     ]
 
 

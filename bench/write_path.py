@@ -94,6 +94,7 @@ def btrees(t: Target, samples: int) -> dict[str, Any]:
         }
     assert t.path is not None
     app = workload.build(t.url, "noop")
+    app.migrate()  # oncefire's tables first: the raw writers add tables of their own beside them
     raw = RawWriter(t)
     plain = PlainSqlWriter(t)
     writers: dict[str, Any] = {
