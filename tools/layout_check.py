@@ -1,12 +1,13 @@
-"""How the code is laid out: SQL kept out of Python, module sizes, and imports of the App.
+"""How the code is laid out: SQL kept out of Python, sizes, folders, protocols and layers.
 
     python -m tools.layout_check          # prints the report; exit 1 if a rule is broken
 
-Rules checked (tests/unit/test_layout.py asserts the same): no SQL statement in a string
-literal of src/**/*.py (SQL lives in named queries, stores/sql/<dialect>/*.sql); no module in
-src over 400 lines and a median under 150; no module below app.py imports oncefire.app,
-under TYPE_CHECKING or not (the engine takes the Runtime, runtime.py, instead); no import
-cycle among the modules of src, TYPE_CHECKING and function-local imports counted.
+Rules (tests/unit/test_layout.py asserts each, and that the check finds it broken): no SQL
+in a string literal of src/**/*.py; no module over 400 lines nor at 395-400, a median under
+150; no folder of over 15 modules; no Protocol in stores/ declaring over 20 methods; no
+module below app.py importing oncefire.app, and no lower layer (model, stores, engine,
+features, operations) importing a shell (web, cli, audit, firebase, demo); no import cycle;
+no module docstring of over 10 lines of prose.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 MAX_LINES = 400
 MEDIAN_LINES = 150
+NEAR_CAP = 395  # a module at 395-400 lines was likely cut to fit the cap: split it by concept
+MAX_FOLDER_MODULES = 15
+MAX_PROTOCOL_METHODS = 20
+MAX_DOCSTRING_LINES = 10
+LOWER = ("model", "stores", "engine", "features", "operations")
+SHELLS = ("oncefire.web", "oncefire.cli", "oncefire.audit", "oncefire.firebase", "oncefire.demo")
 _SQL = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|BEGIN|COMMIT|ROLLBACK|WITH|PRAGMA"
     r"|LISTEN|NOTIFY|LOCK|TRUNCATE|VACUUM|ANALYZE|EXPLAIN|SET LOCAL)\s+\S"
@@ -183,6 +190,84 @@ def import_cycles(root: Path = SRC) -> list[list[str]]:
     return cycles
 
 
+def folder_sizes(root: Path = SRC) -> dict[str, int]:
+    """Modules (not counting __init__.py) in each folder under root, by path relative to root."""
+    counts: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name != "__init__.py":
+            folder = str(path.parent.relative_to(root))
+            counts[folder] = counts.get(folder, 0) + 1
+    return counts
+
+
+def protocol_sizes(root: Path = SRC / "oncefire" / "stores") -> dict[str, int]:
+    """Methods each Protocol class under root declares itself (inherited ones not counted),
+    by `path:Class`."""
+    sizes: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(b, ast.Name) and b.id == "Protocol")
+                or (isinstance(b, ast.Attribute) and b.attr == "Protocol")
+                for b in node.bases
+            ):
+                methods = [
+                    n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+                sizes[f"{path.relative_to(root.parent.parent)}:{node.name}"] = len(methods)
+    return sizes
+
+
+def shell_importers(root: Path = SRC) -> list[str]:
+    """Modules of the lower layers (the model, the stores, the engine, the features, the
+    operations) that import a shell above them (the web parts, the CLI, the audit, the
+    Firebase module, the demos): `module -> name`."""
+    found = []
+    for folder in LOWER:
+        for path in sorted((root / "oncefire" / folder).rglob("*.py")):
+            for name in sorted(imported_names(path)):
+                if any(name == s or name.startswith(s + ".") for s in SHELLS):
+                    found.append(f"{path.relative_to(root)} -> {name}")
+    return found
+
+
+def long_docstrings(root: Path = SRC) -> dict[str, int]:
+    """Modules whose docstring runs over MAX_DOCSTRING_LINES lines of prose (a state table's
+    rows, lines starting with `|`, are not counted), by path relative to root."""
+    long = {}
+    for path in sorted(root.rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=True) or ""
+        prose = [line for line in doc.splitlines() if not line.lstrip().startswith("|")]
+        if len(prose) > MAX_DOCSTRING_LINES:
+            long[str(path.relative_to(root))] = len(prose)
+    return long
+
+
+def _tree_report() -> bool:
+    """Print the tree rules' findings; whether one is broken."""
+    folders = {f: n for f, n in folder_sizes().items() if n > MAX_FOLDER_MODULES}
+    near = {m: n for m, n in module_sizes().items() if NEAR_CAP <= n <= MAX_LINES}
+    protocols = {c: n for c, n in protocol_sizes().items() if n > MAX_PROTOCOL_METHODS}
+    shells = shell_importers()
+    docs = long_docstrings()
+    print(f"folders over {MAX_FOLDER_MODULES} modules: {len(folders)}")
+    for folder, n in sorted(folders.items()):
+        print(f"  {n:5d}  {folder}")
+    print(f"modules at the cap ({NEAR_CAP}-{MAX_LINES} lines): {len(near)}")
+    for module, n in sorted(near.items()):
+        print(f"  {n:5d}  {module}")
+    print(f"store protocols over {MAX_PROTOCOL_METHODS} methods: {len(protocols)}")
+    for name, n in sorted(protocols.items()):
+        print(f"  {n:5d}  {name}")
+    print(f"lower layers importing a shell ({', '.join(SHELLS)}): {len(shells)}")
+    for line in shells:
+        print(f"  {line}")
+    print(f"module docstrings over {MAX_DOCSTRING_LINES} lines: {len(docs)}")
+    for module, n in sorted(docs.items()):
+        print(f"  {n:5d}  {module}")
+    return bool(folders or near or protocols or shells or docs)
+
+
 def main() -> int:
     """Print the report; 1 if a rule is broken: SQL in Python, a module over MAX_LINES, a
     median of MEDIAN_LINES or more, a module below app.py importing it, or an import cycle."""
@@ -204,7 +289,8 @@ def main() -> int:
     print(f"import cycles among the modules of src: {len(cycles)}")
     for group in cycles:
         print(f"  {' -> '.join(group)}")
-    is_broken = bool(sql or over or importers or cycles) or median >= MEDIAN_LINES
+    is_broken = _tree_report() or bool(sql or over or importers or cycles)
+    is_broken = is_broken or median >= MEDIAN_LINES
     if is_broken:
         print("layout check failed: see the rules in tools/layout_check.py")
     return 1 if is_broken else 0

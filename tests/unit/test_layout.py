@@ -1,4 +1,4 @@
-"""The layout rules of tools/layout_check: no SQL in Python, module sizes, the App on top."""
+"""The layout rules of tools/layout_check: SQL, sizes, folders, protocols, layers."""
 
 from __future__ import annotations
 
@@ -70,3 +70,72 @@ def test_the_check_finds_an_import_cycle_hidden_under_type_checking(tmp_path: Pa
     )
     (package / "c.py").write_text("import oncefire.a\n", encoding="utf-8")
     assert layout_check.import_cycles(tmp_path) == [["oncefire.a", "oncefire.b"]]
+
+
+def test_no_folder_holds_more_than_about_fifteen_modules() -> None:
+    sizes = layout_check.folder_sizes()
+    assert {f: n for f, n in sizes.items() if n > layout_check.MAX_FOLDER_MODULES} == {}
+
+
+def test_the_check_counts_a_folders_modules_without_its_init(tmp_path: Path) -> None:
+    package = tmp_path / "oncefire" / "engine"
+    package.mkdir(parents=True)
+    for name in ("__init__", *(f"m{i}" for i in range(16))):
+        (package / f"{name}.py").write_text("", encoding="utf-8")
+    assert layout_check.folder_sizes(tmp_path) == {"oncefire/engine": 16}
+
+
+def test_no_module_stands_at_the_cap() -> None:
+    sizes = layout_check.module_sizes(layout_check.SRC)
+    assert {m: n for m, n in sizes.items() if n >= layout_check.NEAR_CAP} == {}
+
+
+def test_no_store_protocol_declares_more_than_about_twenty_methods() -> None:
+    sizes = layout_check.protocol_sizes()
+    assert sizes, "the check found no Protocol under stores/"
+    assert {c: n for c, n in sizes.items() if n > layout_check.MAX_PROTOCOL_METHODS} == {}
+
+
+def test_the_check_counts_a_protocols_own_methods(tmp_path: Path) -> None:
+    stores = tmp_path / "oncefire" / "stores"
+    stores.mkdir(parents=True)
+    methods = "".join(f"    def m{i}(self) -> None: ...\n" for i in range(21))
+    (stores / "base.py").write_text(
+        "from typing import Protocol\n"
+        f"class Wide(Protocol):\n{methods}"
+        "class Narrow(Wide, Protocol):\n    def one(self) -> None: ...\n"
+        "class Plain:\n    def m(self) -> None: ...\n",
+        encoding="utf-8",
+    )
+    assert layout_check.protocol_sizes(stores) == {
+        "oncefire/stores/base.py:Wide": 21,
+        "oncefire/stores/base.py:Narrow": 1,
+    }
+
+
+def test_no_lower_layer_imports_a_shell() -> None:
+    assert layout_check.shell_importers() == []
+
+
+def test_the_check_finds_a_lower_layer_importing_a_shell(tmp_path: Path) -> None:
+    engine = tmp_path / "oncefire" / "engine"
+    engine.mkdir(parents=True)
+    (engine / "worker.py").write_text(
+        "from oncefire.web.server import serve\nfrom oncefire.model import paths\n",
+        encoding="utf-8",
+    )
+    assert layout_check.shell_importers(tmp_path) == [
+        "oncefire/engine/worker.py -> oncefire.web.server.serve"
+    ]
+
+
+def test_module_docstrings_are_short() -> None:
+    assert layout_check.long_docstrings() == {}
+
+
+def test_the_check_counts_a_docstrings_prose_not_its_table(tmp_path: Path) -> None:
+    prose = "\n".join(f"line {i}" for i in range(11))
+    table = "\n".join(f"| state {i} | event |" for i in range(30))
+    (tmp_path / "long.py").write_text(f'"""{prose}"""\n', encoding="utf-8")
+    (tmp_path / "table.py").write_text(f'"""Holds.\n\n{table}\n"""\n', encoding="utf-8")
+    assert layout_check.long_docstrings(tmp_path) == {"long.py": 11}
