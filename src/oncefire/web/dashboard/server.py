@@ -31,8 +31,8 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-async def metrics(request: Request) -> Response:
-    """The store's figures in Prometheus's text format."""
+def metrics(request: Request) -> Response:
+    """The store's figures in Prometheus's text format (a plain def: read in a thread)."""
     app: App = request.app.state.oncefire
     body = exposition(app)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
