@@ -21,7 +21,7 @@ from typing import Any
 
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError
-from oncefire.firebase.defaults import current_app
+from oncefire.firebase.registration.apps import current_app
 
 __all__ = ["Channel", "CloudEvent", "channel"]
 

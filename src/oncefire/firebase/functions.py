@@ -20,9 +20,10 @@ from typing import Any
 from oncefire.errors import ConfigError
 from oncefire.events import CURRENT_EVENT, EventType
 from oncefire.features import usage
-from oncefire.firebase import queue_options, tasks_fn
-from oncefire.firebase.defaults import current_app
+from oncefire.firebase import tasks_fn
 from oncefire.firebase.exceptions import AlreadyExistsError, NotFoundError
+from oncefire.firebase.registration import queue_options
+from oncefire.firebase.registration.apps import current_app
 from oncefire.model import codec
 from oncefire.model.messages import message_payload
 from oncefire.model.outbox import emit, subscribers

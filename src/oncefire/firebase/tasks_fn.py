@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire.errors import OncefireError, PermanentError
 from oncefire.events import Event as OncefireEvent
-from oncefire.firebase import flask_bridge
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.callables import CallableRequest, handle
-from oncefire.firebase.defaults import current_app, default_app
+from oncefire.firebase.http import flask_bridge
+from oncefire.firebase.http.callables import CallableRequest, handle
 from oncefire.firebase.options import RateLimits, RetryConfig
-from oncefire.firebase.queue_options import rate_options, retry_policy
+from oncefire.firebase.registration.apps import current_app, default_app
+from oncefire.firebase.registration.queue_options import rate_options, retry_policy
 
 if TYPE_CHECKING:
     from starlette.responses import Response as StarletteResponse

@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from oncefire.errors import ConfigError
-from oncefire.firebase import auth_context, flask_bridge
+from oncefire.firebase.http import auth_context, flask_bridge
 
 if TYPE_CHECKING:
     import flask

@@ -1,5 +1,5 @@
 """A local Cloud Storage bucket: each object's bytes in a file under the app's storage folder,
-its metadata a document of the reserved collection `__storage__` (storage_names), and each
+its metadata a document of the reserved collection `__storage__` (names.py), and each
 change's storage event a message on the topic `firebase.storage.<bucket>`.
 
 The outbox rule holds: the metadata and its events commit in one transaction, so an object
@@ -31,7 +31,7 @@ from oncefire.errors import ConfigError, OncefireError
 from oncefire.events import EventType
 from oncefire.features import usage
 from oncefire.firebase.exceptions import FirebaseError, NotFoundError
-from oncefire.firebase.storage_names import (
+from oncefire.firebase.storage.names import (
     ARCHIVE,
     DELETE,
     FINALIZE,

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from oncefire.events import EventType
-from oncefire.firebase.rtdb.values import Path, value_at
+from oncefire.firebase.db.values import Path, value_at
 from oncefire.model.paths import Pattern
 
 

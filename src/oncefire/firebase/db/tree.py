@@ -19,8 +19,8 @@ from typing import Any
 from oncefire.documents import Database
 from oncefire.errors import TransactionError
 from oncefire.features import usage
-from oncefire.firebase.rtdb import changes as value_changes
-from oncefire.firebase.rtdb.values import Path, from_leaves, leaves, value_at, with_value
+from oncefire.firebase.db import changes as value_changes
+from oncefire.firebase.db.values import Path, from_leaves, leaves, value_at, with_value
 from oncefire.model import codec
 from oncefire.model.lineage import write_auth
 from oncefire.model.outbox import emit
