@@ -1,15 +1,12 @@
-"""The Realtime Database as `firebase_admin.db` reaches it, kept in the App's store.
+"""`Reference` and `Query`: the Realtime Database as `firebase_admin.db` reaches it.
 
-    from oncefire.firebase import db
     ref = db.reference("/messages")
-    new = ref.push({"original": "hello"})          # a chronological push id
-    new.child("original").get()                    # 'hello'
+    ref.push({"original": "hello"}).child("original").get()  # 'hello'
     ref.order_by_child("score").limit_to_last(3).get()
     ref.child("count").transaction(lambda n: (n or 0) + 1)
 
-Every write emits the value events of the `db_fn` functions whose reference pattern it
-touches, in its own transaction (tree.py). Listeners (`listen`) are not offered: react
-to writes with a db_fn function. See docs/firebase.md.
+A write emits its `db_fn` value events in its own transaction (tree.py). Listeners (`listen`)
+are not offered: react to writes with a db_fn function. See docs/firebase.md.
 """
 
 from __future__ import annotations
