@@ -16,6 +16,7 @@ from oncefire.events import Event
 from oncefire.web.dashboard import server as dashboard_server
 from oncefire.web.dashboard import views
 from oncefire.web.dashboard.server import PREFIX, mount
+from oncefire.web.dashboard.threads import STORE_THREADS
 from oncefire.web.server import HttpServer
 
 pytestmark = pytest.mark.sqlite_only  # above the store
@@ -116,3 +117,53 @@ def test_a_slow_dashboard_request_does_not_delay_an_http_function(
         "slow read ended",
         "dashboard answered",
     ]
+
+
+class HeldReads:
+    """A read that holds every caller until released, counting how many are inside at once."""
+
+    def __init__(self, read: Callable[..., Any], full: int) -> None:
+        self.read = read
+        self.full = full
+        self.inside = self.most = 0
+        self.lock = threading.Lock()
+        self.is_full = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            if self.inside >= self.full:
+                self.is_full.set()
+        self.release.wait(SLOW_READ_LIMIT)
+        with self.lock:
+            self.inside -= 1
+        return self.read(*args, **kwargs)
+
+
+def test_dashboard_requests_past_its_threads_wait_and_http_functions_still_answer(
+    served: tuple[App, HttpServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, server = served
+    held = HeldReads(views.functions, STORE_THREADS)
+    monkeypatch.setattr(views, "functions", held)
+    answers: list[int] = []
+
+    def ask_dashboard() -> None:
+        answers.append(httpx.get(f"{server.url}{PREFIX}/api/functions", timeout=30).status_code)
+
+    asking = [threading.Thread(target=ask_dashboard) for _ in range(STORE_THREADS + 2)]
+    for thread in asking:
+        thread.start()
+    try:
+        assert held.is_full.wait(30), "the dashboard's threads never all reached the read"
+        pong = httpx.get(f"{server.url}/ping", timeout=30)
+        most = held.most
+    finally:
+        held.release.set()
+        for thread in asking:
+            thread.join(30)
+    assert pong.text == "pong"
+    assert most == STORE_THREADS  # the other two waited for a thread, holding no connection
+    assert answers == [200] * (STORE_THREADS + 2)

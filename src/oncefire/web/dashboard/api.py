@@ -1,14 +1,11 @@
-"""The JSON API under /api/: everything the pages show and do (see openapi.py).
-
-Store calls block, so none runs on the event loop that the app's HTTP functions may share:
-an endpoint that reads is a plain `def` (Starlette runs it in a thread), and an action reads
-its body and CSRF token, then makes its store call through `run_in_threadpool`."""
+"""The JSON API under /api/: everything the pages show and do (see openapi.py). Store calls
+block, so each runs in the dashboard's threads (threads.py): an endpoint that reads is a
+plain function under `@off_loop`; an action reads its body, then calls `in_thread`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -20,6 +17,7 @@ from oncefire.operations.redaction import redact
 from oncefire.web.dashboard import views
 from oncefire.web.dashboard.openapi import document
 from oncefire.web.dashboard.security import require_csrf
+from oncefire.web.dashboard.threads import in_thread, off_loop
 
 
 def app_of(request: Request) -> App:
@@ -71,16 +69,19 @@ def ok(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status)
 
 
+@off_loop
 def list_functions(request: Request) -> JSONResponse:
     """GET /api/functions: every function with its 24-hour figures."""
     return ok(views.functions(app_of(request)))
 
 
+@off_loop
 def get_function(request: Request) -> JSONResponse:
     """GET /api/functions/{name}: one function with its attempts per hour."""
     return ok(views.function(app_of(request), request.path_params["name"]))
 
 
+@off_loop
 def list_dead_letters(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/dead-letters: count, newest items, groups; by error text
     (a bounded search), by error group or all, paged by before."""
@@ -96,6 +97,7 @@ def list_dead_letters(request: Request) -> JSONResponse:
     return ok(found)
 
 
+@off_loop
 def count_dead_letters(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/dead-letters/count: what the badge polls; by error text, a
     bounded search (count_is_lower_bound true when older dead letters were not read); by
@@ -112,6 +114,7 @@ def count_dead_letters(request: Request) -> JSONResponse:
     return ok({"count": app.dead_letters.count(name), "count_is_lower_bound": False})
 
 
+@off_loop
 def list_executions(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/executions: recent attempts."""
     app, name = app_of(request), request.path_params["name"]
@@ -121,16 +124,19 @@ def list_executions(request: Request) -> JSONResponse:
     return ok([redact(a.to_dict()) for a in found])
 
 
+@off_loop
 def get_dead_letter(request: Request) -> JSONResponse:
     """GET /api/dead-letters/{id}: one dead letter and its attempts."""
     return ok(views.dead_letter(app_of(request), dead_id(request)))
 
 
+@off_loop
 def get_event(request: Request) -> JSONResponse:
     """GET /api/events/{id}: one event and every delivery's attempts."""
     return ok(redact(app_of(request).history.event(request.path_params["id"]).to_dict()))
 
 
+@off_loop
 def list_audit(request: Request) -> JSONResponse:
     """GET /api/audit: the audit trail, newest first."""
     limit = int_param(request, "limit", 50, 1, 500) or 50
@@ -143,7 +149,7 @@ async def replay(request: Request) -> JSONResponse:
     """POST /api/dead-letters/{id}/replay."""
     await require_csrf(request)
     operators = app_of(request).operators
-    await run_in_threadpool(operators.replay, dead_id(request), actor=request.state.actor)
+    await in_thread(operators.replay, dead_id(request), actor=request.state.actor)
     return ok({"replayed": 1})
 
 
@@ -151,7 +157,7 @@ async def dismiss(request: Request) -> JSONResponse:
     """POST /api/dead-letters/{id}/dismiss."""
     await require_csrf(request)
     operators = app_of(request).operators
-    await run_in_threadpool(operators.dismiss, dead_id(request), actor=request.state.actor)
+    await in_thread(operators.dismiss, dead_id(request), actor=request.state.actor)
     return ok({"dismissed": 1})
 
 
@@ -161,7 +167,7 @@ async def replay_edited(request: Request) -> JSONResponse:
     body = await json_body(request)
     if "payload" not in body:
         raise ConfigError('Give the edited payload as {"payload": {...}}.')
-    event_id = await run_in_threadpool(
+    event_id = await in_thread(
         app_of(request).operators.replay_edited,
         dead_id(request),
         body["payload"],
@@ -176,7 +182,7 @@ def bulk(verb: str) -> Any:
     async def endpoint(request: Request) -> JSONResponse:
         await require_csrf(request)
         app, name = app_of(request), request.path_params["name"]
-        await run_in_threadpool(views.trigger_of, app, name)
+        await in_thread(views.trigger_of, app, name)
         body = await json_body(request)
         where = {key: body.get(key) for key in ("error_contains", "error_group")}
         for key, value in where.items():
@@ -184,7 +190,7 @@ def bulk(verb: str) -> Any:
                 raise ConfigError(f"{key} must be a string.")
         if where["error_contains"] and where["error_group"] is not None:
             raise ConfigError("Give error_contains or error_group, not both.")
-        done = await run_in_threadpool(
+        done = await in_thread(
             getattr(app.operators, f"{verb}_all"),
             name,
             error_contains=where["error_contains"] or None,
@@ -203,14 +209,13 @@ def brake(verb: str) -> Any:
     async def endpoint(request: Request) -> JSONResponse:
         await require_csrf(request)
         act = getattr(app_of(request).operators, verb)
-        changed = await run_in_threadpool(
-            act, request.path_params["name"], actor=request.state.actor
-        )
+        changed = await in_thread(act, request.path_params["name"], actor=request.state.actor)
         return ok({f"{verb}d": changed})
 
     return endpoint
 
 
+@off_loop
 def unrouted(request: Request) -> JSONResponse:
     """GET /api/unrouted: the unrouted events warned about (count: of a source a function
     used to take or keep_unrouted names; origins: where from), and all those kept."""
@@ -219,7 +224,7 @@ def unrouted(request: Request) -> JSONResponse:
     return ok({"count": found.awaited, "kept": found.kept, "origins": origins})
 
 
-def openapi(request: Request) -> JSONResponse:
+async def openapi(request: Request) -> JSONResponse:
     """GET /api/openapi.json: the OpenAPI document."""
     return ok(document())
 

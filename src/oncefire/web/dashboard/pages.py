@@ -1,7 +1,6 @@
 """The HTML pages: functions, a function's three tabs, a dead letter, an event, the audit trail,
-and the forms that act on dead letters (POST, CSRF token, then a redirect). As in api.py, a
-page is a plain `def` and a form makes its store call through `run_in_threadpool`, so no
-store call runs on the event loop."""
+and the forms that act on dead letters (POST, CSRF token, then a redirect). As in api.py,
+store calls run in the dashboard's threads (`@off_loop`, `in_thread`)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -23,6 +21,7 @@ from oncefire.operations.history import OUTCOMES
 from oncefire.web.dashboard import views
 from oncefire.web.dashboard.api import app_of, dead_id, int_param, text_param
 from oncefire.web.dashboard.security import COOKIE, require_csrf
+from oncefire.web.dashboard.threads import in_thread, off_loop
 
 DONE = ("replayed", "dismissed")  # what a bulk action's redirect says it did, and how many
 
@@ -80,6 +79,7 @@ def back_to(request: Request, name: str, tab: str = "dead-letters") -> RedirectR
 TABS = ("triggers", "dead-letters", "executions")
 
 
+@off_loop
 def functions_page(request: Request) -> Response:
     """The functions page."""
     app = app_of(request)
@@ -88,6 +88,7 @@ def functions_page(request: Request) -> Response:
     )
 
 
+@off_loop
 def function_page(request: Request) -> Response:
     """A function's page: the Triggers, Dead Letters or Executions tab."""
     app, name = app_of(request), request.path_params["name"]
@@ -118,6 +119,7 @@ def function_page(request: Request) -> Response:
     return render(request, "function.html", **context)
 
 
+@off_loop
 def dead_letter_page(request: Request) -> Response:
     """A dead letter: payload, editor, attempts."""
     found = views.dead_letter(app_of(request), dead_id(request))
@@ -125,12 +127,14 @@ def dead_letter_page(request: Request) -> Response:
     return render(request, "dead_letter.html", d=found, payload_text=text)
 
 
+@off_loop
 def event_page(request: Request) -> Response:
     """An event and every delivery's attempts."""
     found = app_of(request).history.event(request.path_params["id"])
     return render(request, "event.html", e=found)
 
 
+@off_loop
 def audit_page(request: Request) -> Response:
     """The audit trail."""
     before = int_param(request, "before", None, 1, 2**62)
@@ -151,7 +155,7 @@ def single_page(verb: str) -> Any:
             getattr(app.operators, verb)(letter.id, actor=request.state.actor)
             return letter.function
 
-        return back_to(request, await run_in_threadpool(act))
+        return back_to(request, await in_thread(act))
 
     return endpoint
 
@@ -160,11 +164,11 @@ async def replay_edited_page(request: Request) -> Response:
     """Replay one dead letter with the payload of the editor."""
     await require_csrf(request)
     app = app_of(request)
-    letter = await run_in_threadpool(app.dead_letters.get, dead_id(request))
+    letter = await in_thread(app.dead_letters.get, dead_id(request))
     text = str((await request.form()).get("payload") or "")
     payload = codec.parse(text, "The edited payload")
     actor = request.state.actor
-    await run_in_threadpool(app.operators.replay_edited, letter.id, payload, actor=actor)
+    await in_thread(app.operators.replay_edited, letter.id, payload, actor=actor)
     return back_to(request, letter.function)
 
 
@@ -175,11 +179,11 @@ def bulk_page(verb: str) -> Any:
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
         app, name = app_of(request), request.path_params["name"]
-        await run_in_threadpool(views.trigger_of, app, name)
+        await in_thread(views.trigger_of, app, name)
         form = await request.form()
         error = str(form.get("error_contains") or "") or None
         group = form.get("error_group")
-        done = await run_in_threadpool(
+        done = await in_thread(
             getattr(app.operators, f"{verb}_all"),
             name,
             error_contains=error,
@@ -199,7 +203,7 @@ def brake_page(verb: str) -> Any:
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
         act = getattr(app_of(request).operators, verb)
-        await run_in_threadpool(act, request.path_params["name"], actor=request.state.actor)
+        await in_thread(act, request.path_params["name"], actor=request.state.actor)
         return RedirectResponse(str(request.url_for("functions_page")), status_code=303)
 
     return endpoint
