@@ -41,7 +41,7 @@ ABOVE_APP = (
     "oncefire/app.py",
     "oncefire/cli/",
     "oncefire/web/dashboard/",
-    "oncefire/firebase/defaults.py",
+    "oncefire/firebase/registration/apps.py",
     "oncefire/web/http_functions.py",
     "oncefire/web/requests.py",
     "oncefire/loader.py",

@@ -132,4 +132,4 @@ class EventNotFoundError(OncefireError, LookupError):
 
 
 class FunctionNotFoundError(OncefireError, LookupError):
-    """No function of that name is stored."""
+    """No function of that name is registered with the app or kept in its store."""

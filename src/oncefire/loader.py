@@ -109,5 +109,5 @@ def load_app(target: str, *, store: str | None = None) -> App:
 
 def _firebase_default_app() -> App | None:
     """The implicit App of oncefire.firebase, if the program imported it and made it."""
-    defaults = sys.modules.get("oncefire.firebase.defaults")
-    return None if defaults is None else defaults.created_app()
+    apps = sys.modules.get("oncefire.firebase.registration.apps")
+    return None if apps is None else apps.created_app()

@@ -15,7 +15,7 @@ import pytest
 
 from oncefire import App
 from oncefire.firebase import auth_context, firestore, firestore_fn
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase.registration.apps import set_default_app
 
 ONCEFIRE = str(Path(sys.executable).parent / "oncefire")
 

@@ -11,7 +11,7 @@ import pytest
 
 from oncefire import App
 from oncefire.firebase import auth_context, db, db_fn
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.testing import deliver, fail_store_calls, make_event
 
 Seen = list[tuple[str, dict[str, str], Any]]

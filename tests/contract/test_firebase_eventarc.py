@@ -11,8 +11,8 @@ import pytest
 
 from oncefire import App, ConfigError
 from oncefire.firebase import eventarc, eventarc_fn
-from oncefire.firebase.cloudevent import CloudEvent
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase.registration.apps import set_default_app
+from oncefire.firebase.registration.cloudevent import CloudEvent
 from oncefire.testing import TestClock
 
 

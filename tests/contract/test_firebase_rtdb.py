@@ -12,8 +12,8 @@ import pytest
 from oncefire import App
 from oncefire.errors import InvalidPathError
 from oncefire.firebase import db
-from oncefire.firebase.defaults import set_default_app
-from oncefire.firebase.rtdb.push_ids import ALPHABET
+from oncefire.firebase.db.push_ids import ALPHABET
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.testing import TestClock, fail_store_calls
 
 

@@ -13,11 +13,12 @@ import pytest
 
 from oncefire import App, ConfigError
 from oncefire.errors import StoreUnavailableError
-from oncefire.firebase import defaults, delete_app, initialize_app, params, storage, storage_fn
-from oncefire.firebase.defaults import set_default_app
-from oncefire.firebase.local_bucket import StorageError
+from oncefire.firebase import delete_app, initialize_app, params, storage, storage_fn
+from oncefire.firebase.registration import apps
+from oncefire.firebase.registration.apps import set_default_app
+from oncefire.firebase.storage.local import StorageError
+from oncefire.firebase.storage.names import rfc3339, storage_dir
 from oncefire.firebase.storage_fn import CloudEvent, StorageObjectData
-from oncefire.firebase.storage_names import rfc3339, storage_dir
 from oncefire.testing import TestClock, fail_store_calls
 
 Seen = list[tuple[str, CloudEvent[StorageObjectData]]]
@@ -302,7 +303,7 @@ def test_the_default_bucket_is_the_firebase_apps_as_firebase_finds_it(
     for name in ("STORAGE_BUCKET", "GCLOUD_PROJECT", "ONCEFIRE_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(params, "_app_project", "")
-    monkeypatch.setattr(defaults, "_firebase_apps", {})  # no initialize_app() of other tests
+    monkeypatch.setattr(apps, "_firebase_apps", {})  # no initialize_app() of other tests
     with pytest.raises(ConfigError, match="Storage bucket name not specified"):
         storage.bucket()
     monkeypatch.setattr(params, "_app_project", "shop")

@@ -11,9 +11,10 @@ import flask
 import pytest
 
 from oncefire import App, ConfigError
-from oncefire.firebase import exceptions, functions, options, queue_options, tasks_fn
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase import exceptions, functions, options, tasks_fn
 from oncefire.firebase.functions import TaskOptions
+from oncefire.firebase.registration import queue_options
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.testing import TestClock
 
 

@@ -14,7 +14,7 @@ from oncefire import App
 from oncefire.errors import InvalidMessageError
 from oncefire.events import Event
 from oncefire.firebase import initialize_app, pubsub_fn
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.testing import deliver, make_event
 
 RAW = b"World \x00\xff\xfe not JSON"

@@ -11,9 +11,9 @@ from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
 from oncefire import App
-from oncefire.errors import ConfigError
+from oncefire.errors import ConfigError, FunctionNotFoundError
 from oncefire.testing import TestClock
-from oncefire.web.dashboard import create_app
+from oncefire.web.dashboard import create_app, views
 from oncefire.web.dashboard.security import check_bind, load_tokens
 from tests.dashboard_shop import SECRET, TOKEN, Shop, build
 
@@ -128,6 +128,16 @@ def test_bad_input_gets_a_4xx_with_a_json_message(shop: Shop) -> None:
     assert http.get("/api/functions/charge/executions?limit=x").status_code == 400
     assert http.get("/api/functions/charge/executions?outcome=odd").status_code == 400
     assert http.get("/api/events/nope").status_code == 404
+
+
+def test_an_unknown_function_raises_the_one_function_not_found_error(shop: Shop) -> None:
+    with pytest.raises(FunctionNotFoundError, match="No function named 'nope'"):
+        views.trigger_of(shop.app, "nope")
+    with pytest.raises(FunctionNotFoundError):
+        views.dead_letters(shop.app, "nope")
+    answer = client(shop).get("/api/functions/nope/dead-letters")
+    assert answer.status_code == 404
+    assert answer.json()["error"] == "No function named 'nope' is registered with this app."
 
 
 def routes_of(web: Starlette) -> list[tuple[str, str]]:

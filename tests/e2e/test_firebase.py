@@ -17,7 +17,7 @@ import pytest
 from oncefire import App
 from oncefire.errors import ConfigError
 from oncefire.firebase import firestore_fn, pubsub_fn, scheduler_fn
-from oncefire.firebase.defaults import set_default_app
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.firebase.scheduler_fn import to_oncefire_schedule
 from oncefire.loader import load_app, load_module
 from oncefire.testing import TestClock

@@ -17,7 +17,7 @@ import pytest
 from oncefire import App
 from oncefire.errors import ConfigError
 from oncefire.firebase import credentials, https_fn, options, params, pubsub_fn, set_auth_verifier
-from oncefire.firebase.defaults import delete_app, get_app, initialize_app, set_default_app
+from oncefire.firebase.registration.apps import delete_app, get_app, initialize_app, set_default_app
 from oncefire.loader import load_module
 from oncefire.web.server import HttpServer
 

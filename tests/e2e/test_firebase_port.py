@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from oncefire import App
-from oncefire.firebase.defaults import set_default_app
-from oncefire.firebase.port import port
+from oncefire.firebase.porting.rewrite import port
+from oncefire.firebase.registration.apps import set_default_app
 from oncefire.loader import load_module
 from tests.e2e.cli_support import ONCEFIRE
 

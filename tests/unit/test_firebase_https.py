@@ -15,7 +15,8 @@ import pytest
 
 from oncefire.errors import ConfigError
 from oncefire.events import Event
-from oncefire.firebase import cors, flask_bridge, logger, options
+from oncefire.firebase import logger, options
+from oncefire.firebase.http import cors, flask_bridge
 from oncefire.firebase.https_fn import FunctionsErrorCode, HttpsError
 from oncefire.web.http_functions import Request
 

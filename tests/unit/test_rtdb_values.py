@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from oncefire.errors import InvalidDocumentError, InvalidPathError
-from oncefire.firebase.rtdb import changes, ordering, push_ids, values
+from oncefire.firebase.db import changes, ordering, push_ids, values
 
 
 def test_paths_split_into_checked_keys() -> None:

@@ -20,7 +20,7 @@ def port(source: Path, output: Path | None, check: bool) -> None:
     google.cloud.firestore) for oncefire.firebase and list, by line, each name it uses that
     oncefire does not offer. The ported file goes to stdout, or to -o OUT (-o MAIN_PY
     rewrites it in place). Exits 1 when a name is not offered."""
-    from oncefire.firebase.port import port as port_text
+    from oncefire.firebase.porting.rewrite import port as port_text
 
     try:
         text = source.read_text(encoding="utf-8")

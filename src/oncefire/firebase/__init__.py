@@ -9,7 +9,6 @@ find when the module holds no App of its own. See docs/firebase.md.
 """
 
 from oncefire.firebase import (
-    auth_context,
     credentials,
     db,
     db_fn,
@@ -29,8 +28,9 @@ from oncefire.firebase import (
     storage_fn,
     tasks_fn,
 )
-from oncefire.firebase.callables import set_auth_verifier
-from oncefire.firebase.defaults import default_app, delete_app, get_app, initialize_app
+from oncefire.firebase.http import auth_context
+from oncefire.firebase.http.callables import set_auth_verifier
+from oncefire.firebase.registration.apps import default_app, delete_app, get_app, initialize_app
 
 __all__ = [
     "auth_context",

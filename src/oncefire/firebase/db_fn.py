@@ -18,9 +18,9 @@ from oncefire.errors import InvalidPatternError
 from oncefire.events import Event as OncefireEvent
 from oncefire.events import EventType
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import Change, CloudEvent, adapt
-from oncefire.firebase.defaults import default_app
-from oncefire.firebase.rtdb.values import check_key, shown
+from oncefire.firebase.db.values import check_key, shown
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import Change, CloudEvent, adapt
 from oncefire.model.paths import Pattern
 from oncefire.triggers import Trigger, check_function, make_options
 

@@ -1,14 +1,11 @@
-"""Publishing custom events on an Eventarc channel, as the Admin SDK's
-`getEventarc().channel(name).publish(events)` does (Python's firebase_admin has no eventarc
-module; these are its names in Python spelling):
+"""Publishing custom events on an Eventarc channel, with the Admin SDK's names in Python
+spelling (firebase_admin has no eventarc module):
 
-    eventarc.channel().publish(eventarc.CloudEvent(type="order.v1.created", source="/shop",
-                                                   data={"id": "o1"}, subject="orders/o1"))
+    eventarc.channel().publish(eventarc.CloudEvent(type="order.v1.created", source="/shop"))
 
-Each event is a message on the topic `firebase.eventarc.<location>.<channel>`, its CloudEvent
-attributes (type, source, id, subject, time, extensions) the message's attributes, so
-`eventarc_fn` functions are routed by their event type and filters. The events of one call
-commit together, and join a document transaction the thread has open.
+Each event is a message on the topic `firebase.eventarc.<location>.<channel>` with its
+CloudEvent attributes as the message's, for `eventarc_fn`'s routing. The events of one call
+commit together, joining a document transaction the thread has open.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from typing import Any
 
 from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError
-from oncefire.firebase.defaults import current_app
+from oncefire.firebase.registration.apps import current_app
 
 __all__ = ["Channel", "CloudEvent", "channel"]
 

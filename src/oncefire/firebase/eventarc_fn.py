@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 from oncefire.errors import ConfigError
 from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import CloudEvent, adapt
-from oncefire.firebase.defaults import default_app
 from oncefire.firebase.eventarc import topic_of
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import CloudEvent, adapt
 
 __all__ = ["CloudEvent", "on_custom_event_published"]
 

@@ -16,10 +16,10 @@ from oncefire.events import Change as OncefireChange
 from oncefire.events import DocumentSnapshot as Snapshot
 from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import Change, CloudEvent, adapt
-from oncefire.firebase.defaults import default_app
 from oncefire.firebase.firestore.client import Client
 from oncefire.firebase.firestore.document import DocumentSnapshot
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import Change, CloudEvent, adapt
 
 __all__ = [
     "AuthEvent",

@@ -1,12 +1,10 @@
 """firebase_admin.functions: `task_queue(name).enqueue({"data": ...}, TaskOptions(...))` puts a
-task on a task queue function's queue, to run at its schedule time. As with firebase_admin, what
-is enqueued is the request's JSON body, which the function's callable protocol reads as
-`{"data": ...}`: the function's `req.data` is what "data" holds.
+task on a task queue function's queue, to run at its schedule time; the function's
+`req.data` is what "data" holds.
 
-The task and its delivery commit in one transaction (joining one this thread has open, so a
-task enqueued with document writes exists only if they commit). A `task_id` is deduplicated
-as Cloud Tasks does: enqueuing an id in use, or used within the hour after its task ended, is
-refused with `exceptions.AlreadyExistsError`.
+The task and its delivery commit in one transaction, joining one this thread has open. A
+`task_id` in use, or used within the hour after its task ended, is refused with
+`exceptions.AlreadyExistsError`, as Cloud Tasks does.
 """
 
 from __future__ import annotations
@@ -20,9 +18,10 @@ from typing import Any
 from oncefire.errors import ConfigError
 from oncefire.events import CURRENT_EVENT, EventType
 from oncefire.features import usage
-from oncefire.firebase import queue_options, tasks_fn
-from oncefire.firebase.defaults import current_app
+from oncefire.firebase import tasks_fn
 from oncefire.firebase.exceptions import AlreadyExistsError, NotFoundError
+from oncefire.firebase.registration import queue_options
+from oncefire.firebase.registration.apps import current_app
 from oncefire.model import codec
 from oncefire.model.messages import message_payload
 from oncefire.model.outbox import emit, subscribers

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire.events import Event as OncefireEvent
-from oncefire.firebase import cors as cors_policy
-from oncefire.firebase import flask_bridge
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.callables import (
+from oncefire.firebase.http import cors as cors_policy
+from oncefire.firebase.http import flask_bridge
+from oncefire.firebase.http.callables import (
     AppCheckData,
     AuthData,
     CallableRequest,
@@ -26,7 +26,7 @@ from oncefire.firebase.callables import (
     handle,
     load_configured_verifier,
 )
-from oncefire.firebase.defaults import default_app
+from oncefire.firebase.registration.apps import default_app
 
 if TYPE_CHECKING:
     from flask import Request, Response

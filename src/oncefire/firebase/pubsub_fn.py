@@ -19,8 +19,8 @@ from typing import Any, Generic, TypeVar
 from oncefire.events import Event as OncefireEvent
 from oncefire.events import Message as OncefireMessage
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import CloudEvent, adapt
-from oncefire.firebase.defaults import default_app
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import CloudEvent, adapt
 from oncefire.model import codec
 
 __all__ = ["CloudEvent", "Message", "MessagePublishedData", "on_message_published"]

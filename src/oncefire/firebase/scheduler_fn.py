@@ -17,9 +17,9 @@ from oncefire.clock import to_datetime
 from oncefire.errors import ConfigError
 from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.cloudevent import adapt
-from oncefire.firebase.defaults import default_app
 from oncefire.firebase.options import Timezone  # zoneinfo.ZoneInfo, as Firebase's
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import adapt
 
 __all__ = ["ScheduledEvent", "Timezone", "on_schedule"]
 

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 from oncefire.events import Event as OncefireEvent
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase import storage_names
-from oncefire.firebase.cloudevent import CloudEvent, adapt
-from oncefire.firebase.defaults import default_app
 from oncefire.firebase.params import resolve
-from oncefire.firebase.storage import default_bucket_name
+from oncefire.firebase.registration.apps import default_app
+from oncefire.firebase.registration.cloudevent import CloudEvent, adapt
+from oncefire.firebase.storage import names as storage_names
+from oncefire.firebase.storage.blobs import default_bucket_name
 
 __all__ = [
     "CloudEvent",

@@ -1,13 +1,10 @@
 """Task queue functions with Firebase's names: `@tasks_fn.on_task_dispatched(retry_config=...,
-rate_limits=...)`, fed by `functions.task_queue(name).enqueue({"data": ...}, TaskOptions(...))`.
+rate_limits=...)`, fed by `functions.task_queue(name).enqueue({"data": ...})`.
 
-A task is a message on the topic `firebase.tasks.<function>` whose delivery runs at its
-schedule time. The function runs inside a Flask request context, as on Firebase, and receives
-a `CallableRequest` whose `data` is the "data" of the body enqueued and whose `raw_request`
-carries Cloud Tasks' X-CloudTasks-* headers (a body of another shape is a dead letter at once:
-Firebase answers it 400). The retry and rate settings map onto oncefire's (queue_options); an
-exhausted task is a dead letter. `oncefire run` also serves the function at `/<name>`, as
-Firebase does: a POST of `{"data": ...}` runs it at once and answers `{"result": ...}`.
+A task is a message on the topic `firebase.tasks.<function>`, delivered at its schedule time
+to the function inside a Flask request context; its `CallableRequest.data` is the "data"
+enqueued (a body of another shape is a dead letter at once). Retry and rate settings map onto
+oncefire's (registration/queue_options.py). `oncefire run` also serves it at `/<name>`.
 """
 
 from __future__ import annotations
@@ -20,12 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire.errors import OncefireError, PermanentError
 from oncefire.events import Event as OncefireEvent
-from oncefire.firebase import flask_bridge
 from oncefire.firebase import options as firebase_options
-from oncefire.firebase.callables import CallableRequest, handle
-from oncefire.firebase.defaults import current_app, default_app
+from oncefire.firebase.http import flask_bridge
+from oncefire.firebase.http.callables import CallableRequest, handle
 from oncefire.firebase.options import RateLimits, RetryConfig
-from oncefire.firebase.queue_options import rate_options, retry_policy
+from oncefire.firebase.registration.apps import current_app, default_app
+from oncefire.firebase.registration.queue_options import rate_options, retry_policy
 
 if TYPE_CHECKING:
     from starlette.responses import Response as StarletteResponse

@@ -1,13 +1,11 @@
 """The Firestore client's surface (`google.cloud.firestore`, `firebase_admin.firestore`) over
 the App's documents: what `oncefire port` rewrites those imports to.
 
-    from oncefire.firebase import firestore
     db = firestore.client()
     db.collection("cities").where(filter=firestore.FieldFilter("pop", ">", 1e6)).get()
 
-References, snapshots, queries (filters, Or/And, orders, cursors, offset, select, limits,
-collection groups, count/sum/avg), batches, transactions with @transactional, and the field
-values and transforms. Real-time listeners (on_snapshot) are not offered. See docs/firebase.md.
+References, snapshots, queries, aggregations, batches, transactions and field transforms;
+real-time listeners (on_snapshot) are not offered. See docs/firebase.md.
 """
 
 from oncefire.errors import TransactionAbortedError

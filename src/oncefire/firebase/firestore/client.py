@@ -13,10 +13,10 @@ from typing import Any
 
 from oncefire import documents
 from oncefire.errors import InvalidPathError
-from oncefire.firebase.defaults import current_app
 from oncefire.firebase.firestore.collection import CollectionGroup, CollectionReference
 from oncefire.firebase.firestore.document import DocumentReference, DocumentSnapshot
 from oncefire.firebase.firestore.writes import MAX_ATTEMPTS, Transaction, WriteBatch
+from oncefire.firebase.registration.apps import current_app
 
 
 class Client:

@@ -1,12 +1,10 @@
-"""Writes that commit together, as `google.cloud.firestore` makes them: WriteBatch,
-Transaction and `@transactional`.
+"""WriteBatch, Transaction and `@transactional`: writes that commit together, as
+`google.cloud.firestore` makes them.
 
-A batch or a transaction keeps its writes (at most 500) until it commits, then makes them in
-one oncefire transaction, with their events: all or none. A transactional function runs
-inside that transaction, so its reads lock what they read until the commit (PostgreSQL: the
-rows; SQLite: the database), and its reads must come before its writes, as the client
-requires. When the store reports contention (a deadlock, or a store kept busy) the function
-runs again, up to the transaction's max_attempts (5), as the client retries an aborted one.
+A batch or a transaction keeps its writes (at most 500) and makes them, with their events, in
+one oncefire transaction: all or none. A transactional function reads before it writes, and
+its reads lock what they read until the commit; on contention (a deadlock, a busy store) it
+runs again, up to max_attempts (5), as the client retries an aborted transaction.
 """
 
 from __future__ import annotations

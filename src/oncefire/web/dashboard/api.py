@@ -1,4 +1,6 @@
-"""The JSON API under /api/: everything the pages show and do (see openapi.py)."""
+"""The JSON API under /api/: everything the pages show and do (see openapi.py). Store calls
+block, so each runs in the dashboard's threads (threads.py): an endpoint that reads is a
+plain function under `@off_loop`; an action reads its body, then calls `in_thread`."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from oncefire.operations.redaction import redact
 from oncefire.web.dashboard import views
 from oncefire.web.dashboard.openapi import document
 from oncefire.web.dashboard.security import require_csrf
+from oncefire.web.dashboard.threads import in_thread, off_loop
 
 
 def app_of(request: Request) -> App:
@@ -66,17 +69,20 @@ def ok(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status)
 
 
-async def list_functions(request: Request) -> JSONResponse:
+@off_loop
+def list_functions(request: Request) -> JSONResponse:
     """GET /api/functions: every function with its 24-hour figures."""
     return ok(views.functions(app_of(request)))
 
 
-async def get_function(request: Request) -> JSONResponse:
+@off_loop
+def get_function(request: Request) -> JSONResponse:
     """GET /api/functions/{name}: one function with its attempts per hour."""
     return ok(views.function(app_of(request), request.path_params["name"]))
 
 
-async def list_dead_letters(request: Request) -> JSONResponse:
+@off_loop
+def list_dead_letters(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/dead-letters: count, newest items, groups; by error text
     (a bounded search), by error group or all, paged by before."""
     limit = int_param(request, "limit", 50, 1, 1000) or 50
@@ -91,7 +97,8 @@ async def list_dead_letters(request: Request) -> JSONResponse:
     return ok(found)
 
 
-async def count_dead_letters(request: Request) -> JSONResponse:
+@off_loop
+def count_dead_letters(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/dead-letters/count: what the badge polls; by error text, a
     bounded search (count_is_lower_bound true when older dead letters were not read); by
     error group, a count up to GROUP_COUNT_CAP (count_is_lower_bound true past it)."""
@@ -107,7 +114,8 @@ async def count_dead_letters(request: Request) -> JSONResponse:
     return ok({"count": app.dead_letters.count(name), "count_is_lower_bound": False})
 
 
-async def list_executions(request: Request) -> JSONResponse:
+@off_loop
+def list_executions(request: Request) -> JSONResponse:
     """GET /api/functions/{name}/executions: recent attempts."""
     app, name = app_of(request), request.path_params["name"]
     views.trigger_of(app, name)
@@ -116,17 +124,20 @@ async def list_executions(request: Request) -> JSONResponse:
     return ok([redact(a.to_dict()) for a in found])
 
 
-async def get_dead_letter(request: Request) -> JSONResponse:
+@off_loop
+def get_dead_letter(request: Request) -> JSONResponse:
     """GET /api/dead-letters/{id}: one dead letter and its attempts."""
     return ok(views.dead_letter(app_of(request), dead_id(request)))
 
 
-async def get_event(request: Request) -> JSONResponse:
+@off_loop
+def get_event(request: Request) -> JSONResponse:
     """GET /api/events/{id}: one event and every delivery's attempts."""
     return ok(redact(app_of(request).history.event(request.path_params["id"]).to_dict()))
 
 
-async def list_audit(request: Request) -> JSONResponse:
+@off_loop
+def list_audit(request: Request) -> JSONResponse:
     """GET /api/audit: the audit trail, newest first."""
     limit = int_param(request, "limit", 50, 1, 500) or 50
     before = int_param(request, "before", None, 1, 2**62)
@@ -137,14 +148,16 @@ async def list_audit(request: Request) -> JSONResponse:
 async def replay(request: Request) -> JSONResponse:
     """POST /api/dead-letters/{id}/replay."""
     await require_csrf(request)
-    app_of(request).operators.replay(dead_id(request), actor=request.state.actor)
+    operators = app_of(request).operators
+    await in_thread(operators.replay, dead_id(request), actor=request.state.actor)
     return ok({"replayed": 1})
 
 
 async def dismiss(request: Request) -> JSONResponse:
     """POST /api/dead-letters/{id}/dismiss."""
     await require_csrf(request)
-    app_of(request).operators.dismiss(dead_id(request), actor=request.state.actor)
+    operators = app_of(request).operators
+    await in_thread(operators.dismiss, dead_id(request), actor=request.state.actor)
     return ok({"dismissed": 1})
 
 
@@ -154,8 +167,11 @@ async def replay_edited(request: Request) -> JSONResponse:
     body = await json_body(request)
     if "payload" not in body:
         raise ConfigError('Give the edited payload as {"payload": {...}}.')
-    event_id = app_of(request).operators.replay_edited(
-        dead_id(request), body["payload"], actor=request.state.actor
+    event_id = await in_thread(
+        app_of(request).operators.replay_edited,
+        dead_id(request),
+        body["payload"],
+        actor=request.state.actor,
     )
     return ok({"replayed": 1, "event_id": event_id})
 
@@ -166,7 +182,7 @@ def bulk(verb: str) -> Any:
     async def endpoint(request: Request) -> JSONResponse:
         await require_csrf(request)
         app, name = app_of(request), request.path_params["name"]
-        views.trigger_of(app, name)
+        await in_thread(views.trigger_of, app, name)
         body = await json_body(request)
         where = {key: body.get(key) for key in ("error_contains", "error_group")}
         for key, value in where.items():
@@ -174,8 +190,8 @@ def bulk(verb: str) -> Any:
                 raise ConfigError(f"{key} must be a string.")
         if where["error_contains"] and where["error_group"] is not None:
             raise ConfigError("Give error_contains or error_group, not both.")
-        act = getattr(app.operators, f"{verb}_all")
-        done = act(
+        done = await in_thread(
+            getattr(app.operators, f"{verb}_all"),
             name,
             error_contains=where["error_contains"] or None,
             error_group=where["error_group"],
@@ -192,14 +208,15 @@ def brake(verb: str) -> Any:
 
     async def endpoint(request: Request) -> JSONResponse:
         await require_csrf(request)
-        name = request.path_params["name"]
-        changed = getattr(app_of(request).operators, verb)(name, actor=request.state.actor)
+        act = getattr(app_of(request).operators, verb)
+        changed = await in_thread(act, request.path_params["name"], actor=request.state.actor)
         return ok({f"{verb}d": changed})
 
     return endpoint
 
 
-async def unrouted(request: Request) -> JSONResponse:
+@off_loop
+def unrouted(request: Request) -> JSONResponse:
     """GET /api/unrouted: the unrouted events warned about (count: of a source a function
     used to take or keep_unrouted names; origins: where from), and all those kept."""
     found = app_of(request).unrouted_report()

@@ -1,5 +1,6 @@
 """The HTML pages: functions, a function's three tabs, a dead letter, an event, the audit trail,
-and the forms that act on dead letters (POST, CSRF token, then a redirect)."""
+and the forms that act on dead letters (POST, CSRF token, then a redirect). As in api.py,
+store calls run in the dashboard's threads (`@off_loop`, `in_thread`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from oncefire.operations.history import OUTCOMES
 from oncefire.web.dashboard import views
 from oncefire.web.dashboard.api import app_of, dead_id, int_param, text_param
 from oncefire.web.dashboard.security import COOKIE, require_csrf
+from oncefire.web.dashboard.threads import in_thread, off_loop
 
 DONE = ("replayed", "dismissed")  # what a bulk action's redirect says it did, and how many
 
@@ -77,7 +79,8 @@ def back_to(request: Request, name: str, tab: str = "dead-letters") -> RedirectR
 TABS = ("triggers", "dead-letters", "executions")
 
 
-async def functions_page(request: Request) -> Response:
+@off_loop
+def functions_page(request: Request) -> Response:
     """The functions page."""
     app = app_of(request)
     return render(
@@ -85,7 +88,8 @@ async def functions_page(request: Request) -> Response:
     )
 
 
-async def function_page(request: Request) -> Response:
+@off_loop
+def function_page(request: Request) -> Response:
     """A function's page: the Triggers, Dead Letters or Executions tab."""
     app, name = app_of(request), request.path_params["name"]
     summary = views.function(app, name)
@@ -115,20 +119,23 @@ async def function_page(request: Request) -> Response:
     return render(request, "function.html", **context)
 
 
-async def dead_letter_page(request: Request) -> Response:
+@off_loop
+def dead_letter_page(request: Request) -> Response:
     """A dead letter: payload, editor, attempts."""
     found = views.dead_letter(app_of(request), dead_id(request))
     text = json.dumps(found["payload"], indent=2, ensure_ascii=False, default=str)
     return render(request, "dead_letter.html", d=found, payload_text=text)
 
 
-async def event_page(request: Request) -> Response:
+@off_loop
+def event_page(request: Request) -> Response:
     """An event and every delivery's attempts."""
     found = app_of(request).history.event(request.path_params["id"])
     return render(request, "event.html", e=found)
 
 
-async def audit_page(request: Request) -> Response:
+@off_loop
+def audit_page(request: Request) -> Response:
     """The audit trail."""
     before = int_param(request, "before", None, 1, 2**62)
     limit = int_param(request, "limit", 50, 1, 500) or 50
@@ -142,9 +149,13 @@ def single_page(verb: str) -> Any:
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
         app = app_of(request)
-        letter = app.dead_letters.get(dead_id(request))
-        getattr(app.operators, verb)(letter.id, actor=request.state.actor)
-        return back_to(request, letter.function)
+
+        def act() -> str:
+            letter = app.dead_letters.get(dead_id(request))
+            getattr(app.operators, verb)(letter.id, actor=request.state.actor)
+            return letter.function
+
+        return back_to(request, await in_thread(act))
 
     return endpoint
 
@@ -153,10 +164,11 @@ async def replay_edited_page(request: Request) -> Response:
     """Replay one dead letter with the payload of the editor."""
     await require_csrf(request)
     app = app_of(request)
-    letter = app.dead_letters.get(dead_id(request))
+    letter = await in_thread(app.dead_letters.get, dead_id(request))
     text = str((await request.form()).get("payload") or "")
     payload = codec.parse(text, "The edited payload")
-    app.operators.replay_edited(letter.id, payload, actor=request.state.actor)
+    actor = request.state.actor
+    await in_thread(app.operators.replay_edited, letter.id, payload, actor=actor)
     return back_to(request, letter.function)
 
 
@@ -167,11 +179,12 @@ def bulk_page(verb: str) -> Any:
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
         app, name = app_of(request), request.path_params["name"]
-        views.trigger_of(app, name)
+        await in_thread(views.trigger_of, app, name)
         form = await request.form()
         error = str(form.get("error_contains") or "") or None
         group = form.get("error_group")
-        done = getattr(app.operators, f"{verb}_all")(
+        done = await in_thread(
+            getattr(app.operators, f"{verb}_all"),
             name,
             error_contains=error,
             error_group=None if error or group is None else str(group),
@@ -189,8 +202,8 @@ def brake_page(verb: str) -> Any:
 
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
-        app, name = app_of(request), request.path_params["name"]
-        getattr(app.operators, verb)(name, actor=request.state.actor)
+        act = getattr(app_of(request).operators, verb)
+        await in_thread(act, request.path_params["name"], actor=request.state.actor)
         return RedirectResponse(str(request.url_for("functions_page")), status_code=303)
 
     return endpoint

@@ -20,6 +20,7 @@ from oncefire.errors import OncefireError
 from oncefire.web.dashboard import api, pages
 from oncefire.web.dashboard.metrics import exposition
 from oncefire.web.dashboard.security import CsrfError, GuardMiddleware, check_bind, guard, refuse
+from oncefire.web.dashboard.threads import off_loop
 
 log = logging.getLogger(__name__)
 PREFIX = "/_oncefire"  # where `oncefire run` mounts the dashboard beside the HTTP functions
@@ -31,7 +32,8 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-async def metrics(request: Request) -> Response:
+@off_loop
+def metrics(request: Request) -> Response:
     """The store's figures in Prometheus's text format."""
     app: App = request.app.state.oncefire
     body = exposition(app)

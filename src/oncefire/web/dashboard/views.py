@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oncefire.app import App
-from oncefire.errors import ConfigError, OncefireError
+from oncefire.errors import ConfigError, FunctionNotFoundError
 from oncefire.operations.functions import UNSERVED_AFTER
 from oncefire.operations.redaction import redact
 from oncefire.stores import dashboard_queries as q
@@ -16,10 +16,6 @@ DAY = 86400.0
 # large group does not hold the store's write lock for one long statement (as the CLI's).
 BULK_BATCH = 1000
 GROUPS_WINDOW = 10_000  # the newest dead letters the error groups are counted over (dead_groups)
-
-
-class FunctionNotFoundError(OncefireError, LookupError):
-    """No function of that name is registered with this app."""
 
 
 def colour(rate: float | None) -> str:

@@ -1,15 +1,12 @@
-"""The Realtime Database as `firebase_admin.db` reaches it, kept in the App's store.
+"""`Reference` and `Query`: the Realtime Database as `firebase_admin.db` reaches it.
 
-    from oncefire.firebase import db
     ref = db.reference("/messages")
-    new = ref.push({"original": "hello"})          # a chronological push id
-    new.child("original").get()                    # 'hello'
+    ref.push({"original": "hello"}).child("original").get()  # 'hello'
     ref.order_by_child("score").limit_to_last(3).get()
     ref.child("count").transaction(lambda n: (n or 0) + 1)
 
-Every write emits the value events of the `db_fn` functions whose reference pattern it
-touches, in its own transaction (rtdb/tree.py). Listeners (`listen`) are not offered: react
-to writes with a db_fn function. See docs/firebase.md.
+A write emits its `db_fn` value events in its own transaction (tree.py). Listeners (`listen`)
+are not offered: react to writes with a db_fn function. See docs/firebase.md.
 """
 
 from __future__ import annotations
@@ -29,11 +26,10 @@ from oncefire.errors import (
     StoreUnavailableError,
     TransactionAbortedError,
 )
-from oncefire.firebase.defaults import current_app
-from oncefire.firebase.rtdb import ordering
-from oncefire.firebase.rtdb.push_ids import push_id
-from oncefire.firebase.rtdb.tree import Tree
-from oncefire.firebase.rtdb.values import (
+from oncefire.firebase.db import ordering
+from oncefire.firebase.db.push_ids import push_id
+from oncefire.firebase.db.tree import Tree
+from oncefire.firebase.db.values import (
     Path,
     normalised,
     parse,
@@ -41,6 +37,7 @@ from oncefire.firebase.rtdb.values import (
     text,
     with_value,
 )
+from oncefire.firebase.registration.apps import current_app
 from oncefire.model import codec
 
 __all__ = ["Query", "Reference", "TransactionAbortedError", "reference"]

@@ -1,9 +1,6 @@
-"""Who the writes of a function are by, for `firestore_fn.on_document_*_with_auth_context`
-(`event.auth_type`, `event.auth_id`) and `db_fn` events.
-
-A callable function (https_fn.on_call) runs its body inside `acting_as(request.auth.uid if
-request.auth else None)`: the document and database writes it makes record that user (or an
-unauthenticated caller). Without it, a write made while an event function runs is the
+"""Who a function's writes are by, for `firestore_fn.on_document_*_with_auth_context`
+(`event.auth_type`, `event.auth_id`) and `db_fn` events. A callable (https_fn.on_call) runs
+inside `acting_as` of its caller; otherwise a write made while an event function runs is the
 system's, one made by `oncefire doc set` is unauthenticated, and any other is not known.
 
     with auth_context.acting_as("uid-123"):

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from oncefire.firebase.rtdb.values import shown
+from oncefire.firebase.db.values import shown
 
 KEY, VALUE, PRIORITY = "$key", "$value", "$priority"
 _NULL, _FALSE, _TRUE, _NUMBER, _TEXT, _OBJECT = range(6)

@@ -1,6 +1,6 @@
 """firebase_admin.storage: `bucket(name)` returns a local bucket with google-cloud-storage's
 `Bucket` and `Blob` methods, whose uploads, deletes and metadata changes fire `storage_fn`'s
-functions (see local_bucket for how their events commit, storage_names for where objects are).
+functions (see local.py for how their events commit, names.py for where objects are).
 
     blob = storage.bucket().blob("photos/a.jpg")
     blob.upload_from_filename("a.jpg")            # on_object_finalized fires, once
@@ -16,11 +16,11 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from oncefire.errors import ConfigError
-from oncefire.firebase import defaults, params
-from oncefire.firebase.defaults import FirebaseApp, current_app
+from oncefire.firebase import params
 from oncefire.firebase.exceptions import NotFoundError
-from oncefire.firebase.local_bucket import LocalBucket, PreconditionFailedError
-from oncefire.firebase.storage_names import check_name
+from oncefire.firebase.registration.apps import FirebaseApp, current_app, firebase_app
+from oncefire.firebase.storage.local import LocalBucket, PreconditionFailedError
+from oncefire.firebase.storage.names import check_name
 
 __all__ = ["Blob", "Bucket", "NotFoundError", "PreconditionFailedError", "bucket"]
 
@@ -41,7 +41,7 @@ def default_bucket_name(app: Any = None) -> str:
     (of initialize_app(), by default), else params.STORAGE_BUCKET ($STORAGE_BUCKET, else
     `<project id>.appspot.com`); ConfigError when there is none."""
     if not isinstance(app, FirebaseApp):
-        app = defaults.firebase_app()
+        app = firebase_app()
     named = app.options.get("storageBucket") if app is not None else params.STORAGE_BUCKET.value
     if not named:
         raise ConfigError(

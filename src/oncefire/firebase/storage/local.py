@@ -1,12 +1,7 @@
 """A local Cloud Storage bucket: each object's bytes in a file under the app's storage folder,
-its metadata a document of the reserved collection `__storage__` (storage_names), and each
-change's storage event a message on the topic `firebase.storage.<bucket>`.
-
-The outbox rule holds: the metadata and its events commit in one transaction, so an object
-exists, and its event fires, only if that commit does. A new object's file is written (and
-synced) under a name no other upload takes before the transaction; a failed write or commit
-removes it. A replaced or deleted object's file is removed after the commit (a crash between
-leaves an unreferenced file, never a referenced one missing).
+its metadata a document of `__storage__` (names.py), each change's event a message on the
+topic `firebase.storage.<bucket>`. The metadata and its events commit in one transaction; a
+new object's file is written before it (removed if it fails), an old one's removed after it.
 
 | change | events, in its transaction (ARCHIVE instead of DELETE when versioned) |
 |---|---|
@@ -31,7 +26,7 @@ from oncefire.errors import ConfigError, OncefireError
 from oncefire.events import EventType
 from oncefire.features import usage
 from oncefire.firebase.exceptions import FirebaseError, NotFoundError
-from oncefire.firebase.storage_names import (
+from oncefire.firebase.storage.names import (
     ARCHIVE,
     DELETE,
     FINALIZE,
@@ -168,7 +163,7 @@ class LocalBucket:
         except BaseException:
             self._remove_file(file)
             raise
-        if removed is not None:
+        if removed is not None:  # after the commit: a crash between leaves an unused file only
             self._remove_file(removed)
         return resource
 

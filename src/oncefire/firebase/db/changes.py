@@ -1,12 +1,8 @@
-"""Which value events a Realtime Database write makes: one for each path that a registered
-reference pattern matches and whose value the write changed, with that path's value before
-and after.
-
-A write at W changes W, every ancestor of W, and the descendants of W whose value differs
-(found by walking the old and new values together, stopping where they are equal). The
-writer reads the tree from the shortest ancestor of W that a pattern watches (`top_of`), so
-that it knows the before and after of every path an event needs. A write that changes
-nothing makes no event.
+"""Which value events a Realtime Database write makes: one per path that a registered
+reference pattern matches and whose value the write changed, with its value before and after.
+A write at W changes W, its ancestors, and the descendants whose value differs (found by
+walking the old and new values together); the writer reads the tree from the shortest
+ancestor of W that a pattern watches (`top_of`). A write that changes nothing makes no event.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from oncefire.events import EventType
-from oncefire.firebase.rtdb.values import Path, value_at
+from oncefire.firebase.db.values import Path, value_at
 from oncefire.model.paths import Pattern
 
 

@@ -1,15 +1,10 @@
 """Callable functions: the protocol Firebase's client SDKs speak to `https_fn.on_call`.
 
-POST a JSON body `{"data": ...}` -> 200 `{"result": ...}`. An `HttpsError(code, message,
-details)` -> the code's HTTP status and `{"error": {"status": "INVALID_ARGUMENT", "message":
-..., "details": ...}}`; any other exception -> 500 `INTERNAL`, its message kept out of the
-answer; a request that is not a POST of such a body -> 400 `INVALID_ARGUMENT`.
-
-`Authorization: Bearer <token>` goes to the verifier set with `set_auth_verifier(fn)`:
-fn(token) returns an `AuthData` or raises, which answers 401 `UNAUTHENTICATED`. With no
-verifier the header is ignored (noted once in the log) and `request.auth` is None. The
-function runs inside `auth_context.acting_as(uid)`: its document and database writes name the
-caller (None: unauthenticated) to the `*_with_auth_context` and `db_fn` triggers.
+A POST of `{"data": ...}` answers 200 `{"result": ...}`; an `HttpsError(code, message,
+details)` answers the code's status and `{"error": {"status", "message", "details"}}`; any
+other exception 500 `INTERNAL` (its message kept out); another request 400 `INVALID_ARGUMENT`.
+A bearer token goes to the verifier of `set_auth_verifier` (refused: 401 `UNAUTHENTICATED`;
+no verifier: ignored). The function runs inside `auth_context.acting_as` of its caller.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from oncefire.errors import ConfigError
-from oncefire.firebase import auth_context, flask_bridge
+from oncefire.firebase.http import auth_context, flask_bridge
 
 if TYPE_CHECKING:
     import flask

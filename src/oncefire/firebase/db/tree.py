@@ -1,14 +1,11 @@
 """The Realtime Database's JSON tree, kept as documents of the App's store.
 
-Each leaf (a string, number or boolean) is one document of the reserved collection
-`__rtdb__`, its id the leaf's path with `$` (which no key holds) before each key: the leaf
-at /messages/m1/original is `__rtdb__/v$messages$m1$original`, holding {"v": "hello"}. A
-node's value is the leaves whose ids start with its own id and `$`: one range read of the
-documents index. A write replaces the leaves under its path that changed, and appends the
-value events of the paths it changed (changes.py) through the outbox, in the same store
-transaction: no event without its write, none for a write that changes nothing. Writes take
-one lock first (a document of the reserved collection), so they run one at a time, as in a
-Realtime Database instance, and a transaction's read and write see no other write between.
+Each leaf is one document of the reserved collection `__rtdb__`, its id the leaf's path with
+`$` before each key (/messages/m1/original is `__rtdb__/v$messages$m1$original`), so a node's
+value is one range read of the ids under its own. A write replaces the leaves that changed
+and emits its value events (changes.py) in the same transaction. Writes take one lock first:
+they run one at a time, as in a Realtime Database instance, and a transaction sees no other
+write between its read and its write.
 """
 
 from __future__ import annotations
@@ -19,8 +16,8 @@ from typing import Any
 from oncefire.documents import Database
 from oncefire.errors import TransactionError
 from oncefire.features import usage
-from oncefire.firebase.rtdb import changes as value_changes
-from oncefire.firebase.rtdb.values import Path, from_leaves, leaves, value_at, with_value
+from oncefire.firebase.db import changes as value_changes
+from oncefire.firebase.db.values import Path, from_leaves, leaves, value_at, with_value
 from oncefire.model import codec
 from oncefire.model.lineage import write_auth
 from oncefire.model.outbox import emit
