@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oncefire.model.buckets import hour_of
+from oncefire.stores import queries
 from oncefire.stores.base import Store
-from oncefire.stores.history import named_queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class OutcomeSums:
 
 def cost_sums(store: Store, since: float) -> list[OutcomeSums]:
     """Sums per function and outcome from the hour that holds `since` on."""
-    query = named_queries(store.dialect, "cost.sql")["cost_sums"]
+    query = queries.load(store.dialect)["cost_sums"]
     with store.read() as tx:
         conn = tx.conn  # type: ignore[attr-defined]
         rows = conn.execute(query, {"since_hour": hour_of(since)}).fetchall()

@@ -8,30 +8,14 @@ module runs them on the store's own connections, through `store.read()` (a snaps
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from oncefire.events import StoredEvent
 from oncefire.model import codec
+from oncefire.stores import queries
 from oncefire.stores.base import Store
-
-_HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
-
-
-@cache
-def queries(dialect: str) -> dict[str, str]:
-    """The named queries of a dialect's dashboard.sql, by name."""
-    text = (
-        resources.files("oncefire.stores")
-        .joinpath("sql", dialect, "dashboard.sql")
-        .read_text(encoding="utf-8")
-    )
-    parts = _HEADER.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def _fetch(conn: Any, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,7 +28,7 @@ def _fetch(conn: Any, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
 
 def rows(store: Store, name: str, **params: Any) -> list[dict[str, Any]]:
     """Run a named read query on a snapshot; its rows as dicts."""
-    sql = queries(store.dialect)[name]
+    sql = queries.load(store.dialect)[name]
     with store.read() as tx:
         return _fetch(tx.conn, sql, params)  # type: ignore[attr-defined]
 
@@ -60,7 +44,7 @@ class Writes:
 
     def __init__(self, store: Store, tx: Any) -> None:
         self.tx = tx
-        self._sql = queries(store.dialect)
+        self._sql = queries.load(store.dialect)
 
     def run(self, name: str, **params: Any) -> int:
         """Run a named statement; the rows it changed (a pipelined PostgreSQL transaction

@@ -6,30 +6,11 @@ each read runs in the store's read-only snapshot.
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from oncefire.stores import queries
 from oncefire.stores.base import Store
-
-_NAME = re.compile(r"^--\s*name:\s*([a-z_]+)\s*$")
-
-
-@functools.cache
-def named_queries(dialect: str, file: str = "audit.sql") -> dict[str, str]:
-    """The named queries of one .sql file of a dialect, their comments dropped."""
-    text = resources.files("oncefire.stores").joinpath("sql", dialect, file).read_text("utf-8")
-    queries: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        match = _NAME.match(line.strip())
-        if match:
-            current = queries.setdefault(match.group(1), [])
-        elif current is not None and not line.lstrip().startswith("--"):
-            current.append(line)
-    return {name: "\n".join(lines).strip().rstrip(";") for name, lines in queries.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +59,7 @@ class History:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.queries = named_queries(store.dialect)
+        self.queries = queries.load(store.dialect)
 
     def _rows(self, name: str, **args: Any) -> list[tuple[Any, ...]]:
         with self.store.read() as tx:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oncefire.stores import queries
 from oncefire.stores.base import Store
-from oncefire.stores.history import named_queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class Awaited:
 
 
 def _sql(store: Store, name: str) -> str:
-    return named_queries(store.dialect, "unrouted.sql")[name]
+    return queries.load(store.dialect)[name]
 
 
 def origins(store: Store) -> list[tuple[str, str, int]]:
