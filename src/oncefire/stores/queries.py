@@ -19,6 +19,7 @@ from oncefire.errors import StoreError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+_APPLY = re.compile(r"^--\s*apply:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _NAMED = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -69,13 +70,29 @@ def from_folder(folder: Any, label: str) -> dict[str, str]:
 
 
 def migrations(dialect: str) -> list[tuple[int, str]]:
-    """(version, script) of every numbered migration of a dialect, in order."""
+    """(version, script) of every numbered migration of a dialect, in order; a line
+    `-- apply: name` of a script stands for the text of `functions/name.sql` (a function's one
+    CREATE OR REPLACE definition, which several migrations apply)."""
+    folder = _folder(dialect)
     found = []
-    for entry in _folder(dialect).iterdir():
+    for entry in folder.iterdir():
         match = _MIGRATION.match(entry.name)
         if match:
-            found.append((int(match.group(1)), entry.read_text(encoding="utf-8")))
+            text = entry.read_text(encoding="utf-8")
+            found.append((int(match.group(1)), with_functions(text, folder, entry.name)))
     return sorted(found)
+
+
+def with_functions(script: str, folder: Any, source: str) -> str:
+    """A migration script with each `-- apply: name` line replaced by functions/name.sql."""
+
+    def function(match: re.Match[str]) -> str:
+        path = folder.joinpath("functions", f"{match.group(1)}.sql")
+        if not path.is_file():
+            raise StoreError(f"{source} applies {match.group(1)!r}, which has no functions file.")
+        return str(path.read_text(encoding="utf-8")).rstrip()
+
+    return _APPLY.sub(function, script)
 
 
 def positional(sql: str, names: tuple[str, ...]) -> str:
