@@ -6,7 +6,9 @@ Rules checked (tests/unit/test_layout.py asserts the same): no SQL statement in 
 literal of src/**/*.py (SQL lives in named queries, stores/sql/<dialect>/*.sql); no module in
 src over 400 lines and a median under 150; no module below app.py imports oncefire.app,
 under TYPE_CHECKING or not (the engine takes the Runtime, runtime.py, instead); no import
-cycle among the modules of src, TYPE_CHECKING and function-local imports counted.
+cycle among the modules of src, TYPE_CHECKING and function-local imports counted; no `.conn`
+(a driver connection) reached outside src/oncefire/stores/; one SQL loader (stores/queries.py)
+and no other module that names a .sql file.
 """
 
 from __future__ import annotations
@@ -183,9 +185,46 @@ def import_cycles(root: Path = SRC) -> list[list[str]]:
     return cycles
 
 
+STORES_PACKAGE = "oncefire/stores/"
+SQL_LOADER = "oncefire/stores/queries.py"
+
+
+def conn_accesses(root: Path = SRC) -> list[str]:
+    """`path:line` of each `.conn` attribute read outside oncefire/stores/: a driver
+    connection is the store's own, reached only through its statements."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = str(path.relative_to(root))
+        if rel.startswith(STORES_PACKAGE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "conn":
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def sql_readers(root: Path = SRC) -> list[str]:
+    """Modules with a string literal (docstrings aside) that names a .sql file: the SQL
+    loader, and any other module that reads .sql files itself."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        if any(
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and ".sql" in node.value
+            for node in ast.walk(tree)
+        ):
+            found.append(str(path.relative_to(root)))
+    return found
+
+
 def main() -> int:
     """Print the report; 1 if a rule is broken: SQL in Python, a module over MAX_LINES, a
-    median of MEDIAN_LINES or more, a module below app.py importing it, or an import cycle."""
+    median of MEDIAN_LINES or more, a module below app.py importing it, an import cycle, a
+    `.conn` outside stores/, or a .sql file read outside the SQL loader."""
     sql = [s for p in sorted(SRC.rglob("*.py")) for s in sql_strings(p)]
     sizes = module_sizes()
     over = {m: n for m, n in sizes.items() if n > MAX_LINES}
@@ -204,7 +243,16 @@ def main() -> int:
     print(f"import cycles among the modules of src: {len(cycles)}")
     for group in cycles:
         print(f"  {' -> '.join(group)}")
-    is_broken = bool(sql or over or importers or cycles) or median >= MEDIAN_LINES
+    conns = conn_accesses()
+    readers = sql_readers()
+    print(f"driver connections (.conn) reached outside {STORES_PACKAGE}: {len(conns)}")
+    for where in conns:
+        print(f"  {where}")
+    print(f"modules that read .sql files: {len(readers)} (only {SQL_LOADER} may)")
+    for module in readers:
+        print(f"  {module}")
+    is_broken = bool(sql or over or importers or cycles or conns) or median >= MEDIAN_LINES
+    is_broken = is_broken or readers != [SQL_LOADER]
     if is_broken:
         print("layout check failed: see the rules in tools/layout_check.py")
     return 1 if is_broken else 0
