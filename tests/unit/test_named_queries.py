@@ -121,3 +121,11 @@ def test_a_positional_query_binds_a_tuple_in_the_order_of_its_names() -> None:
         queries.positional(sql, ("b", "a"))  # the tuple would bind each to the other's place
     with pytest.raises(StoreError, match="not"):
         queries.positional("SELECT :a, :a", ("a",))  # a name twice needs a dict
+
+
+def test_every_postgres_query_doubles_a_literal_percent_sign() -> None:
+    # Each named query runs with a parameter mapping (the read model's too), so psycopg reads
+    # every % as a placeholder: a LIKE pattern's percent sign is written %%.
+    lone = re.compile(r"%(?!\(\w+\)[sbt]|%)")
+    for name, sql in queries.load("postgres").items():
+        assert not lone.search(sql.replace("%%", "")), name
