@@ -7,7 +7,8 @@ in a string literal of src/**/*.py; no module over 400 lines nor at 395-400, a m
 150; no folder of over 15 modules; no Protocol in stores/ declaring over 20 methods; no
 module below app.py importing oncefire.app, and no lower layer (model, stores, engine,
 features, operations) importing a shell (web, cli, audit, firebase, demo); no import cycle;
-no module docstring of over 10 lines of prose.
+no module docstring of over 10 lines of prose; no `.conn` (a driver connection) reached
+outside stores/; one SQL loader (stores/queries.py), no other module naming a .sql file.
 """
 
 from __future__ import annotations
@@ -268,9 +269,46 @@ def _tree_report() -> bool:
     return bool(folders or near or protocols or shells or docs)
 
 
+STORES_PACKAGE = "oncefire/stores/"
+SQL_LOADER = "oncefire/stores/queries.py"
+
+
+def conn_accesses(root: Path = SRC) -> list[str]:
+    """`path:line` of each `.conn` attribute read outside oncefire/stores/: a driver
+    connection is the store's own, reached only through its statements."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = str(path.relative_to(root))
+        if rel.startswith(STORES_PACKAGE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "conn":
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def sql_readers(root: Path = SRC) -> list[str]:
+    """Modules with a string literal (docstrings aside) that names a .sql file: the SQL
+    loader, and any other module that reads .sql files itself."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        if any(
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and ".sql" in node.value
+            for node in ast.walk(tree)
+        ):
+            found.append(str(path.relative_to(root)))
+    return found
+
+
 def main() -> int:
     """Print the report; 1 if a rule is broken: SQL in Python, a module over MAX_LINES, a
-    median of MEDIAN_LINES or more, a module below app.py importing it, or an import cycle."""
+    median of MEDIAN_LINES or more, a module below app.py importing it, an import cycle, a
+    `.conn` outside stores/, or a .sql file read outside the SQL loader."""
     sql = [s for p in sorted(SRC.rglob("*.py")) for s in sql_strings(p)]
     sizes = module_sizes()
     over = {m: n for m, n in sizes.items() if n > MAX_LINES}
@@ -289,8 +327,17 @@ def main() -> int:
     print(f"import cycles among the modules of src: {len(cycles)}")
     for group in cycles:
         print(f"  {' -> '.join(group)}")
-    is_broken = _tree_report() or bool(sql or over or importers or cycles)
+    conns = conn_accesses()
+    readers = sql_readers()
+    print(f"driver connections (.conn) reached outside {STORES_PACKAGE}: {len(conns)}")
+    for where in conns:
+        print(f"  {where}")
+    print(f"modules that read .sql files: {len(readers)} (only {SQL_LOADER} may)")
+    for module in readers:
+        print(f"  {module}")
+    is_broken = _tree_report() or bool(sql or over or importers or cycles or conns)
     is_broken = is_broken or median >= MEDIAN_LINES
+    is_broken = is_broken or readers != [SQL_LOADER]
     if is_broken:
         print("layout check failed: see the rules in tools/layout_check.py")
     return 1 if is_broken else 0

@@ -1,4 +1,5 @@
-"""The layout rules of tools/layout_check: SQL, sizes, folders, protocols, layers."""
+"""The layout rules of tools/layout_check: SQL, sizes, folders, protocols, layers,
+driver connections, the one SQL loader."""
 
 from __future__ import annotations
 
@@ -139,3 +140,39 @@ def test_the_check_counts_a_docstrings_prose_not_its_table(tmp_path: Path) -> No
     (tmp_path / "long.py").write_text(f'"""{prose}"""\n', encoding="utf-8")
     (tmp_path / "table.py").write_text(f'"""Holds.\n\n{table}\n"""\n', encoding="utf-8")
     assert layout_check.long_docstrings(tmp_path) == {"long.py": 11}
+
+
+def test_no_driver_connection_is_reached_outside_the_stores() -> None:
+    assert layout_check.conn_accesses() == []
+
+
+def test_the_check_finds_a_driver_connection_outside_the_stores(tmp_path: Path) -> None:
+    package = tmp_path / "oncefire"
+    (package / "stores").mkdir(parents=True)
+    (package / "web").mkdir()
+    (package / "stores" / "sqlite.py").write_text("def f(tx):\n    return tx.conn\n", "utf-8")
+    (package / "web" / "views.py").write_text(
+        "def rows(tx):\n    '''tx.conn in prose is fine.'''\n    return tx.conn.execute('x')\n",
+        encoding="utf-8",
+    )
+    assert layout_check.conn_accesses(tmp_path) == ["oncefire/web/views.py:3"]
+
+
+def test_only_the_sql_loader_reads_sql_files() -> None:
+    assert layout_check.sql_readers() == [layout_check.SQL_LOADER]
+
+
+def test_the_check_finds_a_second_sql_loader(tmp_path: Path) -> None:
+    stores = tmp_path / "oncefire" / "stores"
+    stores.mkdir(parents=True)
+    (stores / "queries.py").write_text("def load(p):\n    return p.glob('*.sql')\n", "utf-8")
+    (stores / "history.py").write_text(
+        '"""Runs the queries of audit.sql."""\n'
+        "def named(folder):\n    return (folder / 'audit.sql').read_text()\n",
+        encoding="utf-8",
+    )
+    (stores / "cost.py").write_text('"""Reads cost.sql through queries.py."""\n', "utf-8")
+    assert layout_check.sql_readers(tmp_path) == [
+        "oncefire/stores/history.py",
+        layout_check.SQL_LOADER,
+    ]

@@ -38,6 +38,33 @@ def test_a_name_without_a_statement_is_refused() -> None:
         queries.parse("-- name: a\n-- only a comment\n")
 
 
+def test_a_name_defined_in_two_files_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.sql").write_text("-- name: same\nSELECT 1;\n", encoding="utf-8")
+    (tmp_path / "b.sql").write_text("-- name: same\nSELECT 2;\n", encoding="utf-8")
+    with pytest.raises(StoreError, match="defined in two files"):
+        queries.from_folder(tmp_path, "test")
+
+
+def test_an_empty_query_in_a_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.sql").write_text("-- name: empty\n\n-- name: full\nSELECT 1\n", "utf-8")
+    with pytest.raises(StoreError, match="no statement"):
+        queries.from_folder(tmp_path, "test")
+
+
+def test_migrations_are_not_named_queries(tmp_path: Path) -> None:
+    (tmp_path / "001_init.sql").write_text("CREATE TABLE t (x int);\n", encoding="utf-8")
+    (tmp_path / "a.sql").write_text("-- name: one\n-- a comment\nSELECT 1;\n", "utf-8")
+    assert queries.from_folder(tmp_path, "test") == {"one": "SELECT 1"}
+
+
+def test_every_query_file_loads_through_the_one_loader() -> None:
+    for dialect in ("sqlite", "postgres"):
+        loaded = queries.load(dialect)
+        for name in ("looping_events", "cost_sums", "function_brakes", "awaited_sources"):
+            assert not loaded[name].lstrip().startswith("--"), (dialect, name)
+        assert [v for v, _ in queries.migrations(dialect)][:2] == [1, 2]
+
+
 def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
     used = set()
     for module in ("sql_store.py", "sql_tx.py", "sql_retention.py", "function_ops.py"):
@@ -94,3 +121,11 @@ def test_a_positional_query_binds_a_tuple_in_the_order_of_its_names() -> None:
         queries.positional(sql, ("b", "a"))  # the tuple would bind each to the other's place
     with pytest.raises(StoreError, match="not"):
         queries.positional("SELECT :a, :a", ("a",))  # a name twice needs a dict
+
+
+def test_every_postgres_query_doubles_a_literal_percent_sign() -> None:
+    # Each named query runs with a parameter mapping (the read model's too), so psycopg reads
+    # every % as a placeholder: a LIKE pattern's percent sign is written %%.
+    lone = re.compile(r"%(?!\(\w+\)[sbt]|%)")
+    for name, sql in queries.load("postgres").items():
+        assert not lone.search(sql.replace("%%", "")), name

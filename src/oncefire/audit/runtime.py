@@ -11,7 +11,6 @@ from oncefire.errors import ConfigError
 from oncefire.operations import unrouted
 from oncefire.operations.functions import UNSERVED_AFTER
 from oncefire.operations.history import History as Backlogs
-from oncefire.stores.history import History
 from oncefire.tables import changed_tables
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ def runtime_findings(rt: Runtime, since: float, limits: Thresholds) -> list[Find
     """The findings of every runtime rule over the last `since` seconds of history."""
     now = rt.clock.now()
     start, middle = now - since, now - since / 2
-    history = History(rt.store)
+    history = rt.store.reads
 
     def finding(rule: str, function: str, message: str) -> Finding:
         trigger = rt.triggers.get(function)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 from oncefire.errors import ConfigError, OncefireError
 from oncefire.features.budget_guard import check_budget_alerts
 from oncefire.operations.deadletters import DeadLetter, DeadLetters
-from oncefire.stores import dashboard_queries as q
+from oncefire.stores import marks
 
 if TYPE_CHECKING:
     from oncefire.engine.runtime import BudgetCallback, Runtime
@@ -143,25 +143,25 @@ class Alerts:
             ]
             return max(ages, default=0.0)
         total = failed = 0
-        for r in q.rows(self._rt.store, "outcomes_since", since=now - threshold.window):
-            if function in (None, r["function"]):
-                total += int(r["n"])
-                failed += 0 if r["outcome"] == "succeeded" else int(r["n"])
+        for name, outcome, n in self._rt.store.reads.outcomes_since(now - threshold.window):
+            if function in (None, name):
+                total += n
+                failed += 0 if outcome == "succeeded" else n
         return failed / total if total else 0.0
 
     def notify_dead_letters(self, now: float) -> int:
         """Call the callbacks for dead letters not yet notified; how many were notified."""
         store = self._rt.store
-        seen = q.rows(store, "is_marked", key=WATERMARK)
-        since = seen[0]["at"] - SLACK if seen else now - FIRST_LOOK_BACK
-        found = q.rows(store, "dead_since", since=since, limit=BATCH)
+        seen = marks.mark_at(store, WATERMARK)
+        since = now - FIRST_LOOK_BACK if seen is None else seen - SLACK
+        found = store.reads.dead_since(since, BATCH)
         done = 0
-        for row in found:
-            key = f"dead_letter:{row['id']}:{row['dead_at']!r}"
-            if q.is_marked(store, key):
+        for dead_id, dead_at in found:
+            key = f"dead_letter:{dead_id}:{dead_at!r}"
+            if marks.is_marked(store, key):
                 continue
             try:
-                letter = self._dead_letters.get(row["id"])
+                letter = self._dead_letters.get(dead_id)
             except OncefireError:
                 continue  # replayed or dismissed since
             try:
@@ -170,12 +170,12 @@ class Alerts:
             except Exception:
                 log.exception("on_dead_letter callback failed for dead letter %d", letter.id)
                 continue  # not marked: called again at the next check
-            q.mark(store, key, row["dead_at"])
+            marks.mark(store, key, dead_at)
             done += 1
         if found:
-            newest = max(r["dead_at"] for r in found)
-            q.write(store, "set_mark", key=WATERMARK, at=newest)
-            q.write(store, "forget_marks", before=newest - 2 * SLACK)
+            newest = max(dead_at for _, dead_at in found)
+            marks.set_mark(store, WATERMARK, newest)
+            marks.forget_marks(store, newest - 2 * SLACK)
         return done
 
     def check(self, now: float) -> int:
@@ -205,7 +205,7 @@ class Alerts:
         post it to the webhooks; when one fails the mark is taken back, so the next check fires
         it again. Whether it fired (False when it had fired already, here or elsewhere)."""
         store = self._rt.store
-        if not q.mark(store, key, now):
+        if not marks.mark(store, key, now):
             return False
         try:
             for hook in hooks:
@@ -214,7 +214,7 @@ class Alerts:
                 post_webhook(url, body)
         except Exception:
             log.exception("alert %s failed to fire; it will be tried again", name)
-            q.unmark(store, key)
+            marks.unmark(store, key)
             return False
         return True
 
@@ -223,7 +223,7 @@ class Alerts:
         store, key = self._rt.store, f"threshold:{threshold.name}"
         value = self.value(threshold, now)
         if value <= threshold.above:
-            q.unmark(store, key)
+            marks.unmark(store, key)
             return False
         body = {
             "alert": threshold.name,

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from oncefire.model.budgets import Budget
-from oncefire.stores import dashboard_queries as q
+from oncefire.stores import marks
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,14 +77,14 @@ class Brake:
         window starts no earlier than the last trip, so a resumed function starts afresh);
         tripping pauses the function and fires the budget alert once."""
         key = f"failure_rate:{name}"
-        tripped = q.rows(self.rt.store, "is_marked", key=key)
-        since = max(now - budget.window, tripped[0]["at"] if tripped else -math.inf)
+        tripped = marks.mark_at(self.rt.store, key)
+        since = max(now - budget.window, -math.inf if tripped is None else tripped)
         attempts, failed = self.rt.store.failures_after(name, since)
         limit = budget.failure_rate or 1.0
         if attempts < budget.min_attempts or failed / attempts <= limit:
             return False
         self.paused.add(name)
-        q.write(self.rt.store, "set_mark", key=key, at=now)  # a resume starts from here
+        marks.set_mark(self.rt.store, key, now)  # a resume starts from here
         if self.rt.store.pause_function(name, now, FAILURE_REASON):
             log.warning(
                 "function %s paused: %d of its last %d attempts failed, past its budget %s; "
@@ -130,7 +130,7 @@ def _fire(rt: Runtime, key: str, body: dict[str, Any], now: float) -> bool:
     again at the next check when a callback or webhook fails); whether it fired. A Runtime
     without alerts only marks it."""
     if rt.alerts is None:
-        return q.mark(rt.store, key, now)
+        return marks.mark(rt.store, key, now)
     alerts = rt.alerts
     return alerts.fire(key, "budget", body, alerts.budget_callbacks, alerts.budget_webhooks, now)
 
@@ -190,19 +190,19 @@ def check_budget_alerts(rt: Runtime) -> int:
     if not budgets:
         return 0
     store, fired = rt.store, 0
-    for row in q.rows(store, "function_brakes"):
+    for row in store.reads.function_brakes():
         name, at, reason = row["name"], row["paused_at"], row["paused_reason"]
         budget = budgets.get(name)
         if budget is None or at is None:
             continue
         if reason == BUDGET_REASON and budget.count is not None:
             since = budget.window_start(at)
-            if q.is_marked(store, budget_key(name, budget, since)):
+            if marks.is_marked(store, budget_key(name, budget, since)):
                 continue  # alerted already
             used, _running = store.budget_used(name, since)
             fired += fire_budget_alert(rt, name, budget, used, since, at)
         elif reason == FAILURE_REASON and budget.failure_rate is not None:
-            if q.is_marked(store, failure_rate_key(name, at)):
+            if marks.is_marked(store, failure_rate_key(name, at)):
                 continue
             since = at - budget.window
             attempts, failed = store.failures_after(name, since)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from oncefire.errors import ConfigError
 from oncefire.features.prices import PriceTable
 from oncefire.retry import is_real
-from oncefire.stores.cost_sums import OutcomeSums, cost_sums
+from oncefire.stores.reads import OutcomeSums
 
 if TYPE_CHECKING:
     from oncefire.engine.runtime import Runtime
@@ -187,7 +187,7 @@ def estimate(
         raise ConfigError(f"since={since!r} must be a positive number of seconds.")
     table = prices or PriceTable.load()
     rows_of: dict[str, list[OutcomeSums]] = {name: [] for name in rt.triggers}
-    for row in cost_sums(rt.store, rt.clock.now() - since):
+    for row in rt.store.reads.cost_sums(rt.clock.now() - since):
         rows_of.setdefault(row.function, []).append(row)
     functions = []
     for name, rows in sorted(rows_of.items()):

@@ -13,7 +13,7 @@ from oncefire.features import retention
 from oncefire.model import codec
 from oncefire.operations.deadletters import check_page
 from oncefire.operations.redaction import redact, restore
-from oncefire.stores import dashboard_queries as q
+from oncefire.stores import marks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,7 +58,7 @@ class Operators:
 
     def _record(
         self,
-        writes: q.Writes | None,
+        writes: marks.Writes | None,
         actor: str,
         action: str,
         function: str | None,
@@ -76,9 +76,10 @@ class Operators:
             "detail": codec.dumps(redact(detail)),
         }
         if writes is None:
-            q.write(self._rt.store, "add_audit", **args)
+            with marks.writing(self._rt.store) as own:
+                marks.add_audit(own, **args)
         else:
-            writes.run("add_audit", **args)
+            marks.add_audit(writes, **args)
 
     def replay(self, dead_letter_id: int, *, actor: str = LOCAL, anyway: bool = False) -> None:
         """Replay one dead letter (see DeadLetters.replay) and record it."""
@@ -113,8 +114,8 @@ class Operators:
         event = StoredEvent(
             codec.new_id(now), letter.event_type, letter.source, now, data, len(text.encode())
         )
-        with q.writing(self._rt.store) as writes:
-            if writes.run("delete_dead", id=letter.id) != 1:
+        with marks.writing(self._rt.store) as writes:
+            if writes.changed("delete_dead", id=letter.id) != 1:
                 raise DeadLetterNotFoundError(
                     f"Dead letter {letter.id} was replayed or dismissed meanwhile."
                 )
@@ -209,9 +210,5 @@ class Operators:
     def audit_log(self, limit: int = 50, before: int | None = None) -> list[AuditEntry]:
         """Recorded actions, newest first; pass the last id of a page as `before`."""
         check_page(limit, before, 500, "audit entries")
-        store = self._rt.store
-        if before is None:
-            found = q.rows(store, "audit_log", limit=limit)
-        else:
-            found = q.rows(store, "audit_log_before", limit=limit, before=before)
+        found = self._rt.store.reads.audit_log(limit, before)
         return [AuditEntry(**{**r, "detail": codec.loads(r["detail"])}) for r in found]

@@ -11,7 +11,6 @@ from oncefire.errors import ConfigError, EventNotFoundError
 from oncefire.model.buckets import HOUR, hour_of
 from oncefire.model.totals import FunctionTotals, fold
 from oncefire.operations.redaction import redact
-from oncefire.stores import dashboard_queries as q
 
 if TYPE_CHECKING:
     from oncefire.engine.runtime import Runtime
@@ -87,12 +86,12 @@ class History:
     def event(self, event_id: str) -> EventHistory:
         """One event and every delivery's attempt history, or EventNotFoundError."""
         store = self._rt.read_store
-        found = q.event(store, event_id)
+        found = store.reads.event(event_id)
         if found is None:
             raise EventNotFoundError(f"No event {event_id!r} is stored (or it was purged).")
         attempts = [Attempt(**a).to_dict() for a in store.attempts(event_id)]
         deliveries = []
-        for row in q.rows(store, "event_deliveries", event_id=event_id):
+        for row in store.reads.event_deliveries(event_id):
             mine = [a for a in attempts if a["delivery_id"] == row["id"]]
             deliveries.append({**row, "attempts": mine})
         return EventHistory(
@@ -112,18 +111,9 @@ class History:
         """A function's most recently ended attempts, newest first (of one outcome)."""
         if not 1 <= limit <= 500:
             raise ConfigError(f"limit={limit}: list between 1 and 500 attempts at a time.")
-        if outcome is None:
-            found = q.rows(self._rt.read_store, "recent_attempts", function=function, limit=limit)
-        elif outcome in OUTCOMES:
-            found = q.rows(
-                self._rt.read_store,
-                "recent_attempts_by_outcome",
-                function=function,
-                outcome=outcome,
-                limit=limit,
-            )
-        else:
+        if outcome is not None and outcome not in OUTCOMES:
             raise ConfigError(f"Unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}.")
+        found = self._rt.read_store.reads.recent_attempts(function, limit, outcome)
         return [
             Attempt(
                 r["delivery_id"],
@@ -144,34 +134,29 @@ class History:
         oldest first, from the hour buckets."""
         since = hour_of(self._rt.clock.now()) - (hours - 1) * HOUR
         out = [(0, 0)] * hours
-        for r in q.rows(self._rt.read_store, "attempts_per_hour", function=function, since=since):
-            if 0 <= int(r["hour"]) < hours:
-                out[int(r["hour"])] = (int(r["attempts"]), int(r["failed"]))
+        for hour, attempts, failed in self._rt.read_store.reads.attempts_per_hour(function, since):
+            if 0 <= hour < hours:
+                out[hour] = (attempts, failed)
         return out
 
     def backlog(self) -> dict[str, Backlog]:
         """Each function's pending deliveries and the age of its oldest due one."""
         now = self._rt.clock.now()
         out = {}
-        for r in q.rows(self._rt.read_store, "pending_backlog", now=now):
-            age = None if r["oldest_due"] is None else now - r["oldest_due"]
-            out[r["function"]] = Backlog(int(r["pending"]), age)
+        for function, pending, oldest_due in self._rt.read_store.reads.pending_backlog(now):
+            age = None if oldest_due is None else now - oldest_due
+            out[function] = Backlog(pending, age)
         return out
 
     def totals(self, functions: Iterable[str] = ()) -> dict[str, FunctionTotals]:
         """What each function has counted since the store began, never purged (the counters
         of /metrics); each of `functions` is there, at zero if it counted nothing yet."""
-        found = q.rows(self._rt.read_store, "metric_totals")
-        rows = (
-            (r["function"], r["kind"], int(r["bin"]), int(r["count"]), float(r["duration_sum"]))
-            for r in found
-        )
-        return fold(rows, functions)
+        return fold(self._rt.read_store.reads.metric_totals(), functions)
 
     def dead_letter_groups(self, function: str, limit: int = 20) -> list[ErrorGroup]:
         """A function's dead letters grouped by their error's first line, largest first."""
-        found = q.rows(self._rt.read_store, "dead_groups", function=function, limit=limit)
-        return [ErrorGroup(r["error"], int(r["count"]), r["last_at"]) for r in found]
+        found = self._rt.read_store.reads.dead_groups(function, limit)
+        return [ErrorGroup(error, count, last_at) for error, count, last_at in found]
 
     def delivery_attempts(self, event_id: str, delivery_id: int) -> list[Attempt]:
         """The attempts of one delivery of an event, oldest first."""

@@ -20,7 +20,7 @@ from oncefire.errors import ConfigError
 from oncefire.model.paths import Pattern, check_id
 from oncefire.stores import unrouted as stored
 from oncefire.stores.base import Store
-from oncefire.stores.unrouted import Awaited
+from oncefire.stores.reads import Awaited
 from oncefire.tables import parse_source
 
 __all__ = ["Awaited", "UnroutedReport", "await_functions", "ignore", "keep", "report"]
@@ -106,8 +106,8 @@ def is_awaited(kind: str, origin: str, awaited: Iterable[Awaited]) -> bool:
 
 def report(store: Store) -> UnroutedReport:
     """The unrouted events kept now, and those the warnings count."""
-    found = stored.origins(store)
-    awaited = stored.awaited(store)
+    found = store.reads.unrouted_origins()
+    awaited = store.reads.awaited_sources()
     origins = tuple(
         (f"{LABELS[kind]} {origin}", n)
         for kind, origin, n in found

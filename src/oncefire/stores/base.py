@@ -1,8 +1,7 @@
 """The Store protocol: the atomic operations the core asks of a database, and their records.
 
-The core decides (retry rules, expiry, idempotency); a store records. Every time a store
-writes comes from the caller (the app's clock), and every delivery transition is guarded by
-its state and lease token, so a stale worker changes nothing.
+The core decides, a store records: every time it writes comes from the caller (the app's
+clock); every delivery transition is guarded by state and lease token.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
 from oncefire.stores.lease_tx import LeaseTx
+from oncefire.stores.reads.contract import StoreReads
 from oncefire.stores.records import Catalog as Catalog
 from oncefire.stores.records import Completed as Completed
 from oncefire.stores.records import Ending as Ending
@@ -111,7 +111,7 @@ class DocumentTx(TickTx, LeaseTx, Protocol):
         """Count one duplicate skipped by an idempotency helper."""
 
 
-class Store(Protocol):
+class Store(StoreReads, Protocol):
     """A database that records oncefire's state; SQLite and PostgreSQL implement it."""
 
     url: str

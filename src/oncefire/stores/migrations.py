@@ -1,22 +1,15 @@
-"""Numbered schema migrations, shipped as .sql files per dialect."""
+"""Numbered schema migrations, shipped as .sql files per dialect (queries.py reads them)."""
 
 from __future__ import annotations
 
 import re
-from importlib import resources
 
-_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+from oncefire.stores import queries
 
 
 def load(dialect: str) -> list[tuple[int, str]]:
     """(version, sql) of every migration of a dialect, in order."""
-    folder = resources.files("oncefire.stores").joinpath("sql", dialect)
-    found = []
-    for entry in folder.iterdir():
-        match = _NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    return queries.migrations(dialect)
 
 
 def latest(dialect: str) -> int:

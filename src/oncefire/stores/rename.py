@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from oncefire.stores import queries
 from oncefire.stores.base import Store
+from oncefire.stores.connection import Statements
+from oncefire.stores.sql_tx import statements_of
 
 MOVES = (
     "rename_deliveries",
@@ -49,33 +49,28 @@ class Renamed:
     dead: int
 
 
-def _rows(conn: Any, sql: str, args: dict[str, Any]) -> list[Any]:
-    """The rows of a query (or of a RETURNING statement), read at once: in a pipelined
-    PostgreSQL transaction they are there only once fetched."""
-    return list(conn.execute(sql, args).fetchall())
-
-
-def _known(conn: Any, sql: str, name: str) -> Known:
-    ((is_stored, has_deliveries),) = _rows(conn, sql, {"name": name})
+def _known(st: Statements, name: str) -> Known:
+    ((is_stored, has_deliveries),) = st.fetch("function_known", {"name": name})
     return Known(bool(is_stored), bool(has_deliveries))
 
 
 def rename(store: Store, old: str, new: str, check: Callable[[Known, Known], None]) -> Renamed:
     """Move everything kept under `old` to `new`, in one transaction, once check(what the
     store holds of old, of new) has not raised; what moved."""
-    sql = queries.load(store.dialect)
     args = {"old": old, "new": new}
     with store.transaction() as tx:
-        conn: Any = tx.conn  # type: ignore[attr-defined]
-        check(_known(conn, sql["function_known"], old), _known(conn, sql["function_known"], new))
-        waiting = dict(_rows(conn, sql["waiting_of"], args))
-        if _rows(conn, sql["rename_catalogue_row"], args):  # the new name had no row
-            conn.execute(sql["rename_ordering"], args)
-            conn.execute(sql["rename_rate_bucket"], args)
+        st = statements_of(tx)
+        check(_known(st, old), _known(st, new))
+        # Rows (of a query or a RETURNING statement) are read at once: in a pipelined
+        # PostgreSQL transaction they are there only once fetched.
+        waiting: dict[str, int] = dict(st.fetch("waiting_of", args))
+        if st.fetch("rename_catalogue_row", args):  # the new name had no row
+            st.execute("rename_ordering", args)
+            st.execute("rename_rate_bucket", args)
         for name in ("drop_renamed_row", "drop_renamed_ordering", "drop_renamed_rate_bucket"):
-            conn.execute(sql[name], args)
+            st.execute(name, args)
         for name in MOVES:
-            conn.execute(sql[name], args)
-        conn.execute(sql["bump_catalog"])
+            st.execute(name, args)
+        st.execute("bump_catalog")
     pending = int(waiting.get("pending", 0)) + int(waiting.get("running", 0))
     return Renamed(pending, int(waiting.get("dead", 0)))

@@ -8,6 +8,7 @@ here runs the query of the same name in `sql/<dialect>/*.sql`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -28,6 +29,8 @@ from oncefire.stores.connection import Row, Statements
 from oncefire.stores.function_ops import FunctionOps
 from oncefire.stores.leasing import Leasing
 from oncefire.stores.rate_buckets import Buckets
+from oncefire.stores.reads.contract import ReadModel
+from oncefire.stores.reads.sql import SqlReads
 from oncefire.stores.record_ops import RecordOps
 from oncefire.stores.schema import Schema
 from oncefire.stores.sql_retention import SqlRetention
@@ -91,6 +94,11 @@ class SqlStore(Schema, Leasing, SqlRetention, FunctionOps, RecordOps):
 
     def use_clock(self, clock: Clock) -> None:
         """The app's clock, for a dialect that judges leases by the database's clock."""
+
+    @functools.cached_property
+    def reads(self) -> ReadModel:
+        """What the dashboard, history, audit, cost and stats read, in snapshots."""
+        return SqlReads(self._snapshot, self._decode)
 
     # -- rate limits ---------------------------------------------------------------------
 

@@ -220,3 +220,11 @@ class SqlTx:
     def record_tick(self, function: str, tick: float) -> None:
         """Record a schedule's tick as handled (one before the recorded tick changes nothing)."""
         self.statements.execute("record_tick", {"function": function, "tick": tick})
+
+
+def statements_of(tx: object) -> Statements:
+    """The named statements of a SQL store's transaction, for the store's own modules that
+    run a statement beside the DocumentTx calls (the same statement layer, fault hooks too)."""
+    if not isinstance(tx, SqlTx):
+        raise TypeError(f"{type(tx).__name__} is not a SQL store's transaction.")
+    return tx.statements

@@ -1,64 +1,33 @@
-"""The store side of the unrouted events' warning (operations/unrouted.py decides): their count
-by origin, and the awaited sources, as named queries of sql/<dialect>/unrouted.sql run on
-the store's own connections."""
+"""The writes of the unrouted events' warning (operations/unrouted.py decides): the awaited
+sources recorded and forgotten, as named statements of sql/<dialect>/unrouted.sql. The
+reads (unrouted origins, awaited sources) are on the read model, `store.reads`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from oncefire.stores.base import Store
-from oncefire.stores.history import named_queries
-
-
-@dataclass(frozen=True, slots=True)
-class Awaited:
-    """A source whose unrouted events are warned about."""
-
-    kind: str  # 'document', 'message' or 'row'
-    source: str  # the document pattern without wildcard names, the topic, or the table
-    reason: str  # 'function' (a function took it) or 'kept' (an operator named it)
-    name: str | None = None  # the function, for reason 'function'
-
-
-def _sql(store: Store, name: str) -> str:
-    return named_queries(store.dialect, "unrouted.sql")[name]
-
-
-def origins(store: Store) -> list[tuple[str, str, int]]:
-    """(kind, origin, events) of the unrouted events, most first: kind is the type's first
-    part ('document', 'message', 'row'), origin a collection, a topic or a table."""
-    with store.read() as tx:
-        rows = tx.conn.execute(_sql(store, "unrouted_origins")).fetchall()  # type: ignore[attr-defined]
-    return [(str(kind), str(origin), int(n)) for kind, origin, n in rows]
-
-
-def awaited(store: Store) -> list[Awaited]:
-    """Every awaited source."""
-    with store.read() as tx:
-        rows = tx.conn.execute(_sql(store, "awaited_sources")).fetchall()  # type: ignore[attr-defined]
-    return [Awaited(*row) for row in rows]
+from oncefire.stores.reads import Awaited
+from oncefire.stores.sql_tx import statements_of
 
 
 def await_sources(store: Store, sources: Sequence[Awaited], now: float) -> None:
     """Record awaited sources (one already recorded keeps its reason)."""
     if not sources:
         return
-    sql = _sql(store, "await_source")
+    rows = [
+        {"kind": s.kind, "source": s.source, "reason": s.reason, "name": s.name, "since": now}
+        for s in sources
+    ]
     with store.transaction() as tx:
-        conn: Any = tx.conn  # type: ignore[attr-defined]
-        for s in sources:
-            row = {"kind": s.kind, "source": s.source, "reason": s.reason, "name": s.name}
-            conn.execute(sql, {**row, "since": now})
+        statements_of(tx).execute_many("await_source", rows)
 
 
 def ignore_sources(store: Store, sources: Sequence[tuple[str, str]]) -> int:
     """Forget these (kind, source) awaited sources; how many were recorded."""
-    sql = _sql(store, "ignore_source")
     found = 0
     with store.transaction() as tx:
-        conn: Any = tx.conn  # type: ignore[attr-defined]
+        st = statements_of(tx)
         for kind, source in sources:
-            found += len(conn.execute(sql, {"kind": kind, "source": source}).fetchall())
+            found += len(st.fetch("ignore_source", {"kind": kind, "source": source}))
     return found

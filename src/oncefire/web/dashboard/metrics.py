@@ -24,7 +24,6 @@ from oncefire.app import App
 from oncefire.errors import ConfigError
 from oncefire.model.totals import FunctionTotals
 from oncefire.operations.history import OUTCOMES
-from oncefire.stores import dashboard_queries as q
 from oncefire.web.dashboard.views import known
 
 log = logging.getLogger(__name__)
@@ -65,8 +64,8 @@ class StoreCollector(Collector):
             "oncefire_deliveries", "Deliveries by function and state now.",
             labels=["function", "state"],
         )  # fmt: skip
-        for r in q.rows(self.app.runtime.read_store, "states_by_function"):
-            deliveries.add_metric([r["function"], r["state"]], int(r["n"]))
+        for function, state, n in self.app.runtime.read_store.reads.states_by_function():
+            deliveries.add_metric([function, state], n)
         yield deliveries
         dead = GaugeMetricFamily("oncefire_dead_letters", "Dead letters now.", labels=["function"])
         for name in names:

@@ -8,7 +8,6 @@ from oncefire.app import App
 from oncefire.errors import ConfigError, FunctionNotFoundError
 from oncefire.operations.functions import UNSERVED_AFTER
 from oncefire.operations.redaction import redact
-from oncefire.stores import dashboard_queries as q
 from oncefire.triggers import Trigger
 
 DAY = 86400.0
@@ -88,7 +87,7 @@ def functions(app: App) -> list[dict[str, Any]]:
     """Every event function with its trigger, options and figures over the last 24 hours."""
     stats = app.stats(DAY)
     backlog = app.history.backlog()
-    brakes = {r["name"]: r for r in q.rows(app.runtime.read_store, "function_brakes")}
+    brakes = {r["name"]: r for r in app.runtime.read_store.reads.function_brakes()}
     now = app.clock.now()
     out = []
     for name, (kind, source, event_types, trigger) in known(app).items():

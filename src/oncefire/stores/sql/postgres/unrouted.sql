@@ -6,8 +6,8 @@
 -- document's collection (its path without the last segment), a row's table, else the source
 -- (a topic). The partial routing index finds them.
 SELECT split_part(type, '.', 1) AS kind,
-    CASE WHEN type LIKE 'document.%' THEN regexp_replace(source, '/[^/]*$', '')
-        WHEN type LIKE 'row.%' THEN split_part(source, '/', 1)
+    CASE WHEN type LIKE 'document.%%' THEN regexp_replace(source, '/[^/]*$', '')
+        WHEN type LIKE 'row.%%' THEN split_part(source, '/', 1)
         ELSE source END AS origin,
     count(*) AS events
 FROM oncefire_events
