@@ -8,7 +8,7 @@ from collections.abc import Callable
 from oncefire import App
 from oncefire.events import Event
 from oncefire.query import index_key
-from oncefire.stores.catalog import Catalog, CatalogCache
+from oncefire.stores.catalogue.cache import Catalog, CatalogCache
 
 
 def test_a_function_registered_by_another_app_gets_the_next_write(

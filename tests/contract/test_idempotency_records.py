@@ -18,7 +18,7 @@ from oncefire.events import Event
 from oncefire.idempotency import IdempotencySpec, _acquire, _finish, _release
 from oncefire.stores import queries
 from oncefire.stores.base import Completed, IdempotencyCompletion, IdempotencyRecord, Store
-from oncefire.stores.sqlite import SqliteStore
+from oncefire.stores.sqlite.store import SqliteStore
 from oncefire.testing import TestClock, deliver
 from tests.contract.idempotency_support import (
     LEASE,
@@ -237,7 +237,7 @@ def test_postgres_commits_an_in_progress_record_without_waiting_for_the_flush_bu
 ) -> None:
     # synchronous_commit is off for the acquire's own transaction only: never for a batch it
     # joins (a worker's turn), nor for the next statement of its pooled connection.
-    from oncefire.stores.postgres import PostgresStore
+    from oncefire.stores.postgres.store import PostgresStore
 
     app = App(postgres_store_url, clock=TestClock())
     store = app.store

@@ -12,8 +12,9 @@ import pytest
 
 from oncefire import App
 from oncefire.query import index_key
-from oncefire.stores import sql_store, sqlite_connections
-from oncefire.stores.sqlite import SqliteStore
+from oncefire.stores import sql_store
+from oncefire.stores.sqlite import connections as sqlite_connections
+from oncefire.stores.sqlite.store import SqliteStore
 
 
 def test_an_update_racing_an_index_chunk_waits_for_it_and_is_indexed(

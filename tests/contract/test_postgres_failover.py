@@ -19,7 +19,8 @@ from oncefire import App
 from oncefire.cli import main
 from oncefire.errors import StoreUnavailableError
 from oncefire.events import Event
-from oncefire.stores import postgres_hosts, postgres_pool
+from oncefire.stores.postgres import hosts as postgres_hosts
+from oncefire.stores.postgres import pool as postgres_pool
 from tests.pg_cluster import Cluster, replicated
 
 pytestmark = pytest.mark.postgres

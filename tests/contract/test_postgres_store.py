@@ -20,7 +20,7 @@ from oncefire.errors import MissingDependencyError, SchemaVersionError, StoreErr
 from oncefire.events import StoredEvent
 from oncefire.model import codec
 from oncefire.retry import Outcome
-from oncefire.stores import migrations, postgres_listener, postgres_pool, queries
+from oncefire.stores import migrations, queries
 from oncefire.stores.base import (
     DeadLetterFilter,
     Ending,
@@ -29,7 +29,9 @@ from oncefire.stores.base import (
     IdempotencyRecord,
     Lease,
 )
-from oncefire.stores.postgres import PostgresStore
+from oncefire.stores.postgres import listener as postgres_listener
+from oncefire.stores.postgres import pool as postgres_pool
+from oncefire.stores.postgres.store import PostgresStore
 
 NOW = 1_800_000_000.0
 LEASE = 30.0

@@ -14,7 +14,7 @@ from oncefire import App
 from oncefire.documents import _index_entries
 from oncefire.model import codec
 from oncefire.stores import queries
-from oncefire.stores.sql_tx import SqlTx
+from oncefire.stores.documents.sql_tx import SqlTx
 
 
 def fill(app: App, collection: str, count: int, **extra: Any) -> None:

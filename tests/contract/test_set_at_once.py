@@ -254,7 +254,7 @@ def test_the_postgres_write_formats_times_as_the_codec_does(postgres_store_url: 
     # times it formats are epoch seconds, far below.)
     app = App(postgres_store_url)
     try:
-        from oncefire.stores.postgres import PostgresStore
+        from oncefire.stores.postgres.store import PostgresStore
 
         store = app.store
         assert isinstance(store, PostgresStore)
@@ -304,7 +304,7 @@ def test_the_stores_own_write_makes_what_a_transaction_makes(
 ) -> None:
     # The Python write (documents.Transaction.set, codec.dumps) is the definition of a
     # document's events; the store's own (PostgreSQL: the PL/pgSQL of migration 008; SQLite:
-    # stores/sqlite_set_document.py) must make the same type, payload and size for any
+    # stores/documents/sqlite_write.py) must make the same type, payload and size for any
     # document and any time, written to two paths at the same moments.
     app, clock = property_app(kind)
     clock.advance(jump)  # a TestClock only moves forward: times of any fraction

@@ -14,8 +14,9 @@ import pytest
 
 from oncefire import App, SchemaVersionError, StoreError
 from oncefire.model import codec
-from oncefire.stores import migrations, sqlite_connections
-from oncefire.stores.sqlite import SqliteStore
+from oncefire.stores import migrations
+from oncefire.stores.sqlite import connections as sqlite_connections
+from oncefire.stores.sqlite.store import SqliteStore
 from oncefire.testing import TestClock
 
 

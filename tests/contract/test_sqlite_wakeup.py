@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from oncefire import App
-from oncefire.stores import filewatch
-from oncefire.stores.filewatch import FileWatch, WakeFile
+from oncefire.stores.sqlite import filewatch
+from oncefire.stores.sqlite.filewatch import FileWatch, WakeFile
 
 BOUND = 5.0  # far above the expected wake-up; only a missed wake-up reaches it
 

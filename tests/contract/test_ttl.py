@@ -12,7 +12,7 @@ from oncefire import App, Increment, idempotent
 from oncefire.clock import to_datetime
 from oncefire.events import Event
 from oncefire.features import ttl
-from oncefire.stores.sql_tx import SqlTx
+from oncefire.stores.documents.sql_tx import SqlTx
 from oncefire.testing import TestClock, deliver, make_event
 
 HOUR = 3600.0

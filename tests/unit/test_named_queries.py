@@ -49,7 +49,7 @@ def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
 
 
 def test_every_notification_uses_the_listened_channel() -> None:
-    from oncefire.stores.postgres_tx import CHANNEL, MAX_NOTIFY_IDS
+    from oncefire.stores.documents.postgres_tx import CHANNEL, MAX_NOTIFY_IDS
 
     loaded = queries.load("postgres")
     assert loaded["listen"] == f"LISTEN {CHANNEL}"

@@ -14,25 +14,25 @@ from typing import Any, Protocol
 from oncefire.clock import Clock
 from oncefire.events import StoredEvent
 from oncefire.model.rates import RateLimit
+from oncefire.stores.catalogue.tables import TableTriggers
+from oncefire.stores.catalogue.types import Catalog as Catalog
+from oncefire.stores.catalogue.types import Fanout as Fanout
+from oncefire.stores.catalogue.types import FunctionEntry as FunctionEntry
+from oncefire.stores.catalogue.types import FunctionRow as FunctionRow
 from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
 from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
 from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
 from oncefire.stores.dead_rows import error_group_of as error_group_of
-from oncefire.stores.lease_tx import LeaseTx
-from oncefire.stores.records import Catalog as Catalog
-from oncefire.stores.records import Completed as Completed
-from oncefire.stores.records import Ending as Ending
-from oncefire.stores.records import Fanout as Fanout
-from oncefire.stores.records import FunctionCounts as FunctionCounts
-from oncefire.stores.records import FunctionEntry as FunctionEntry
-from oncefire.stores.records import FunctionRow as FunctionRow
-from oncefire.stores.records import IdempotencyCompletion as IdempotencyCompletion
-from oncefire.stores.records import IdempotencyRecord as IdempotencyRecord
-from oncefire.stores.records import Lease as Lease
-from oncefire.stores.records import Leased as Leased
-from oncefire.stores.records import Taken as Taken
-from oncefire.stores.table_triggers import TableTriggers
-from oncefire.stores.tick_tx import TickTx
+from oncefire.stores.documents.ticks import TickTx
+from oncefire.stores.queue.lease_tx import LeaseTx
+from oncefire.stores.queue.types import Completed as Completed
+from oncefire.stores.queue.types import Ending as Ending
+from oncefire.stores.queue.types import Lease as Lease
+from oncefire.stores.queue.types import Leased as Leased
+from oncefire.stores.queue.types import Taken as Taken
+from oncefire.stores.read_rows import FunctionCounts as FunctionCounts
+from oncefire.stores.records.types import IdempotencyCompletion as IdempotencyCompletion
+from oncefire.stores.records.types import IdempotencyRecord as IdempotencyRecord
 
 
 class DocumentTx(TickTx, LeaseTx, Protocol):
@@ -350,7 +350,7 @@ class Store(Protocol):
     def release_idempotency_many(self, held: Sequence[tuple[str, str]]) -> int:
         """Delete each in-progress record (key, the start of its token) at once; how many."""
 
-    # The functions catalogue and the routing of unrouted events (stores/function_ops.py).
+    # The functions catalogue and the routing of unrouted events (stores/catalogue/sql.py).
 
     def move_row_changes(self, limit: int) -> int:
         """Move at most `limit` row changes captured by table triggers into the outbox, as

@@ -24,16 +24,16 @@ from oncefire.stores.base import (
     FunctionCounts,
     FunctionEntry,
 )
+from oncefire.stores.catalogue.sql import FunctionOps
 from oncefire.stores.connection import Row, Statements
-from oncefire.stores.function_ops import FunctionOps
-from oncefire.stores.leasing import Leasing
-from oncefire.stores.rate_buckets import Buckets
-from oncefire.stores.record_ops import RecordOps
+from oncefire.stores.queue.rates import Buckets
+from oncefire.stores.queue.sql import Leasing
+from oncefire.stores.records.sql import RecordOps
 from oncefire.stores.schema import Schema
 from oncefire.stores.sql_retention import SqlRetention
 
 if TYPE_CHECKING:
-    from oncefire.stores.sql_tx import SqlTx
+    from oncefire.stores.documents.sql_tx import SqlTx
 
 # Documents indexed per transaction when a field is declared: the write lock is held for one
 # chunk at a time, not for the whole collection.

@@ -9,8 +9,8 @@ import psycopg
 
 from oncefire.events import StoredEvent
 from oncefire.stores import faults
-from oncefire.stores.base import Lease, Leased
 from oncefire.stores.connection import NO_ARGS, Args, Row
+from oncefire.stores.queue.types import Lease, Leased
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 

@@ -16,8 +16,8 @@ import time
 import psycopg
 
 from oncefire.stores import queries
-from oncefire.stores.postgres_hosts import CONNECT_TIMEOUT, connect_options
-from oncefire.stores.postgres_statements import Connection
+from oncefire.stores.postgres.hosts import CONNECT_TIMEOUT, connect_options
+from oncefire.stores.postgres.statements import Connection
 
 RELISTEN_EVERY = 1.0  # seconds before trying again after a listening connection failed to open
 STAY_REGISTERED = 1.0  # seconds of work without a wait before a worker no longer sleeps

@@ -20,9 +20,9 @@ from oncefire.events import EventType
 from oncefire.model import codec
 from oncefire.model.paths import parent_of
 from oncefire.stores import faults, queries
-from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
-from oncefire.stores.sqlite_connections import SqliteConnections
-from oncefire.stores.sqlite_tx import SqliteTx
+from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
+from oncefire.stores.documents.sqlite_tx import SqliteTx
+from oncefire.stores.sqlite.connections import SqliteConnections
 
 SQL = queries.load("sqlite")
 # The write's statements with `?` for their parameters, bound from tuples in this order.

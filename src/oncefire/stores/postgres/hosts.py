@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict
 
-from oncefire.stores.postgres_statements import Connection
+from oncefire.stores.postgres.statements import Connection
 
 CONNECT_TIMEOUT = 5  # seconds a host may take to answer (libpq counts whole seconds)
 

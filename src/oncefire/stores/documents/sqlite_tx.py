@@ -10,7 +10,7 @@ from oncefire.events import StoredEvent
 from oncefire.model import codec
 from oncefire.model.paths import parent_of
 from oncefire.stores import queries
-from oncefire.stores.catalog import (
+from oncefire.stores.catalogue.cache import (
     Catalog,
     CatalogCache,
     building_fields,
@@ -18,7 +18,7 @@ from oncefire.stores.catalog import (
     function_entry,
 )
 from oncefire.stores.connection import SqliteStatements
-from oncefire.stores.sql_tx import SqlTx
+from oncefire.stores.documents.sql_tx import SqlTx
 
 
 class SqliteTx(SqlTx):

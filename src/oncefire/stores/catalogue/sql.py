@@ -10,8 +10,8 @@ from typing import Any
 
 from oncefire.events import StoredEvent
 from oncefire.stores.base import DocumentTx, FunctionRow, error_group_of
+from oncefire.stores.catalogue.tables import bytes_as_base64
 from oncefire.stores.connection import Statements
-from oncefire.stores.table_triggers import bytes_as_base64
 
 
 class FunctionOps:

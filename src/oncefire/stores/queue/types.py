@@ -1,53 +1,12 @@
-"""The records the store protocol passes: functions, leases, attempts, counts and the
-@idempotent record. Frozen and slotted; no behaviour beyond a few derived fields."""
+"""The records the delivery queue passes: a lease, a delivery leased (or taken, its event
+still unread), how an attempt ended, and what a batch of completions wrote."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from oncefire.events import StoredEvent
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionEntry:
-    """A registered function as the store knows it, so any writer can fan out to it."""
-
-    name: str
-    kind: str  # "document", "message" or "schedule"
-    source: str  # path pattern, topic or schedule name
-    event_types: tuple[str, ...]
-    registered_at: float
-    ordering: str | None = None  # "document" or "key" (ordering_key): run one at a time
-    fields: tuple[str, ...] = ()  # an update starts it only if one of these changed; () any
-    attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
-
-
-@dataclass(frozen=True, slots=True)
-class Catalog:
-    """The functions and index fields of a store as of one catalogue version."""
-
-    version: int
-    functions: tuple[FunctionEntry, ...]
-    index_fields: dict[str, tuple[str, ...]]  # collection -> fields, sorted
-    building: frozenset[tuple[str, str]] = frozenset()  # (collection, field) still indexing
-
-    def fields_of(self, collection: str) -> list[str]:
-        """The declared index fields of a collection (a write keeps each one's entries)."""
-        return list(self.index_fields.get(collection, ()))
-
-    def complete_fields_of(self, collection: str) -> list[str]:
-        """The index fields of a collection a query can use: declared and fully built."""
-        return [f for f in self.fields_of(collection) if (collection, f) not in self.building]
-
-
-class Fanout(NamedTuple):
-    """What a document write makes besides the document, by the catalogue: the functions a
-    creation and an update start, and the new data's index entries (None: no declared field)."""
-
-    on_create: list[str]
-    on_update: list[str]
-    index_entries: dict[str, str] | None
+from oncefire.stores.records.types import IdempotencyCompletion, IdempotencyRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,60 +103,9 @@ class Ending:
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionCounts:
-    """Raw per-function figures over a window, from which the core computes stats."""
-
-    outcomes: dict[str, int]
-    histogram: dict[int, int]  # attempts per duration bin (oncefire.model.buckets)
-    states: dict[str, int]
-    max_attempts_per_event: int
-    dedupe_hits: int
-
-
-@dataclass(frozen=True, slots=True)
-class IdempotencyRecord:
-    """The state of one @idempotent key: in progress under a lease, or completed."""
-
-    key: str
-    function: str
-    status: str  # "in_progress" or "completed"
-    token: str
-    payload_hash: str
-    lease_until: float
-    expires_at: float
-    result_json: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class IdempotencyCompletion:
-    """An @idempotent record to mark completed with its result, if its token still holds it."""
-
-    key: str
-    token: str
-    completed_at: float
-    expires_at: float
-    result_json: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class Completed:
     """What complete_many wrote: the deliveries whose lease still held, and the keys of the
     @idempotent records their endings completed (Ending.completions) whose token held."""
 
     ids: set[int]
     records: set[str]
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionRow:
-    """A stored function with what an operator needs to judge it."""
-
-    name: str
-    kind: str
-    source: str
-    event_types: tuple[str, ...]
-    registered_at: float
-    last_seen: float | None
-    paused_at: float | None
-    paused_reason: str | None
-    pending: int

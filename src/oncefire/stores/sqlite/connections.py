@@ -16,8 +16,8 @@ from typing import Any
 from oncefire.errors import StoreError, StoreUnavailableError
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row, expand_lists
-from oncefire.stores.filewatch import WakeFile
-from oncefire.stores.sqlite_files import explained
+from oncefire.stores.sqlite.files import explained
+from oncefire.stores.sqlite.filewatch import WakeFile
 
 # The longest a writer waits for the lock. An app's store waits less when its settings need
 # it (SqliteConnections.wait_limit): a worker waiting for the lock must still renew in time.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from oncefire.stores.records import Lease
+from oncefire.stores.queue.types import Lease
 
 
 class LeaseTx(Protocol):

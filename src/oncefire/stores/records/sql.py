@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oncefire.stores.connection import Statements
-from oncefire.stores.records import IdempotencyCompletion, IdempotencyRecord
+from oncefire.stores.records.types import IdempotencyCompletion, IdempotencyRecord
 
 
 def fields_of(row: IdempotencyRecord | IdempotencyCompletion) -> dict[str, Any]:

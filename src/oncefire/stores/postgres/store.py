@@ -22,11 +22,11 @@ from oncefire.model.paths import parent_of
 from oncefire.model.rates import RateLimit, available
 from oncefire.stores import queries
 from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_group_of
-from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.tables import PostgresTableTriggers, TableTriggers
 from oncefire.stores.connection import Statements
-from oncefire.stores.record_ops import completions_arg
+from oncefire.stores.records.sql import completions_arg
 from oncefire.stores.sql_store import SqlStore
-from oncefire.stores.table_triggers import PostgresTableTriggers, TableTriggers
 
 try:
     import psycopg  # noqa: F401 - imported first, so that its absence says what to install
@@ -36,12 +36,12 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "PostgreSQL support needs psycopg 3 and psycopg-pool: pip install 'oncefire[postgres]'."
     ) from exc
 
-from oncefire.stores.postgres_clock import DatabaseClock
-from oncefire.stores.postgres_listener import Listener
-from oncefire.stores.postgres_pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
-from oncefire.stores.postgres_statements import PostgresStatements, expired_leases, floats
-from oncefire.stores.postgres_tx import PostgresTx, lock_key, set_document_args
-from oncefire.stores.rate_buckets import Buckets
+from oncefire.stores.documents.postgres_tx import PostgresTx, lock_key, set_document_args
+from oncefire.stores.postgres.clock import DatabaseClock
+from oncefire.stores.postgres.listener import Listener
+from oncefire.stores.postgres.pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
+from oncefire.stores.postgres.statements import PostgresStatements, expired_leases, floats
+from oncefire.stores.queue.rates import Buckets
 
 SQL = queries.load("postgres")
 

@@ -16,24 +16,25 @@ from oncefire.events import StoredEvent
 from oncefire.model import codec
 from oncefire.model.rates import RateLimit, available
 from oncefire.settings import MEMORY_URLS, check_store_url
-from oncefire.stores import migrations, queries, sqlite_set_document
+from oncefire.stores import migrations, queries
 from oncefire.stores.base import Ending, FunctionEntry, Lease, Leased, Taken, error_group_of
-from oncefire.stores.catalog import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.tables import SqliteTableTriggers, TableTriggers
 from oncefire.stores.connection import Row, SqliteStatements
-from oncefire.stores.filewatch import FileWatch
-from oncefire.stores.rate_buckets import Buckets
-from oncefire.stores.record_ops import complete_records
-from oncefire.stores.records import Completed
+from oncefire.stores.documents import sqlite_write
+from oncefire.stores.documents.sqlite_tx import SqliteTx
+from oncefire.stores.queue.rates import Buckets
+from oncefire.stores.queue.sqlite import expired_claims, write_attempts
+from oncefire.stores.queue.types import Completed
+from oncefire.stores.records.sql import complete_records
 from oncefire.stores.sql_store import SqlStore, before_solo, is_head_started
-from oncefire.stores.sqlite_attempts import expired_claims, write_attempts
-from oncefire.stores.sqlite_connections import (
+from oncefire.stores.sqlite.connections import (
     BUSY_TIMEOUT_MS,
     OneStatement,
     SqliteConnections,
     file_identity,
 )
-from oncefire.stores.sqlite_tx import SqliteTx
-from oncefire.stores.table_triggers import SqliteTableTriggers, TableTriggers
+from oncefire.stores.sqlite.filewatch import FileWatch
 
 __all__ = ["BUSY_TIMEOUT_MS", "FunctionEntry", "SqliteStore"]
 
@@ -122,8 +123,8 @@ class SqliteStore(SqlStore):
         fanout_of: Callable[[Catalog], Fanout | None],
     ) -> bool:
         """A whole document and its event in one transaction of the write's own statements
-        (sqlite_set_document.py); False, writing nothing, when a transaction must write it."""
-        return sqlite_set_document.set_document(
+        (documents/sqlite_write.py); False, writing nothing, when a transaction must write it."""
+        return sqlite_write.set_document(
             self.connections, self._catalogs, path, data_json, now, event_id, fanout_of
         )
 

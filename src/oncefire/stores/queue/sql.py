@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from oncefire.events import StoredEvent
-from oncefire.stores.records import Leased, Taken
+from oncefire.stores.queue.types import Leased, Taken
 
 
 class Leasing:

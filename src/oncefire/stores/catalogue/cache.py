@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oncefire.stores.base import Catalog, Fanout, FunctionEntry
+from oncefire.stores.catalogue.types import Catalog, Fanout, FunctionEntry
 
 __all__ = [
     "Catalog",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from oncefire.errors import StoreError
 from oncefire.stores import queries
-from oncefire.stores.sqlite_files import explained
+from oncefire.stores.sqlite.files import explained
 
 SQL = queries.load("sqlite")
 SIDE_FILES = ("-wal", "-shm", "-journal")

@@ -18,8 +18,7 @@ from typing import Any
 from oncefire.events import EventType, StoredEvent
 from oncefire.model import codec
 from oncefire.stores import queries
-from oncefire.stores.base import Lease
-from oncefire.stores.catalog import (
+from oncefire.stores.catalogue.cache import (
     Catalog,
     CatalogCache,
     Fanout,
@@ -27,8 +26,9 @@ from oncefire.stores.catalog import (
     fields_by_collection,
     function_entry,
 )
-from oncefire.stores.postgres_statements import Connection, PostgresStatements
-from oncefire.stores.sql_tx import SqlTx
+from oncefire.stores.documents.sql_tx import SqlTx
+from oncefire.stores.postgres.statements import Connection, PostgresStatements
+from oncefire.stores.queue.types import Lease
 
 __all__ = ["CHANNEL", "Connection", "PostgresTx", "lock_key", "set_document_args"]
 

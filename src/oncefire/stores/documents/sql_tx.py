@@ -12,9 +12,10 @@ from oncefire.model import codec
 from oncefire.model.buckets import hour_of
 from oncefire.model.paths import parent_of
 from oncefire.model.totals import LOOP_STOPPED
-from oncefire.stores.base import FunctionEntry, Lease
-from oncefire.stores.catalog import Catalog, CatalogCache
+from oncefire.stores.catalogue.cache import Catalog, CatalogCache
+from oncefire.stores.catalogue.types import FunctionEntry
 from oncefire.stores.connection import Statements
+from oncefire.stores.queue.types import Lease
 
 PAST_TEXT = "\U0010ffff"  # sorts after every character: prefix + PAST_TEXT ends a prefix's range
 

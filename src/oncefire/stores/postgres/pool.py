@@ -25,13 +25,13 @@ from oncefire.errors import (
 from oncefire.model import codec
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row
-from oncefire.stores.postgres_hosts import (
+from oncefire.stores.postgres.hosts import (
     CONNECT_TIMEOUT,
     connect_options,
     is_read_only,
     is_standby,
 )
-from oncefire.stores.postgres_statements import Connection
+from oncefire.stores.postgres.statements import Connection
 
 POOL_MIN = 1
 POOL_MAX = 10  # a worker's attempt threads (8 by default) + its loop + one spare

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from oncefire.events import StoredEvent
 from oncefire.model import buckets
-from oncefire.stores.base import Ending, Lease, Leased
 from oncefire.stores.connection import Row, SqliteStatements
+from oncefire.stores.queue.types import Ending, Lease, Leased
 
 
 def write_attempts(

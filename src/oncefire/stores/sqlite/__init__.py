@@ -1,0 +1,1 @@
+"""SQLite: the store (store.py) and what only SQLite needs: connections, backup, files."""
