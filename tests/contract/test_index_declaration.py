@@ -12,7 +12,7 @@ import pytest
 
 from oncefire import App
 from oncefire.query import index_key
-from oncefire.stores import sql_store
+from oncefire.stores.documents import sql as document_ops
 from oncefire.stores.sqlite import connections as sqlite_connections
 from oncefire.stores.sqlite.store import SqliteStore
 
@@ -90,7 +90,7 @@ def test_a_declaration_over_more_documents_than_a_chunk_commits_chunk_by_chunk(
     """Issue 11 point 14: the documents already there are indexed a chunk a transaction, so
     no write waits long; writes between chunks are indexed right; queries use the index only
     once it is complete."""
-    monkeypatch.setattr(sql_store, "INDEX_CHUNK", 4)
+    monkeypatch.setattr(document_ops, "INDEX_CHUNK", 4)
     orders = app.db.collection("orders")
     for n in range(10):
         orders.document(f"o{n:02}").set({"status": "paid" if n % 2 else "new"})

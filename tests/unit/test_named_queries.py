@@ -40,7 +40,16 @@ def test_a_name_without_a_statement_is_refused() -> None:
 
 def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
     used = set()
-    for module in ("sql_store.py", "sql_tx.py", "sql_retention.py", "function_ops.py"):
+    shared = (
+        "sql_store.py",
+        "sql_retention.py",
+        "documents/sql_tx.py",
+        "documents/sql.py",
+        "queue/sql.py",
+        "records/sql.py",
+        "catalogue/sql.py",
+    )
+    for module in shared:
         text = (STORES / module).read_text(encoding="utf-8")
         used |= set(re.findall(r'(?:fetch|execute|count|execute_many)\(\s*"([a-z_]+)"', text))
     assert used, "the shared code runs named queries"

@@ -1,5 +1,6 @@
-"""The store operations of the functions catalogue (last seen, pause, forget, budgets) and of
-routing events no function took when they were written; the same on both databases."""
+"""The function catalogue contract over named queries, the same on both databases: register,
+touch, pause, resume and forget functions, and route events no function took when they were
+written."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from oncefire.events import StoredEvent
-from oncefire.stores.base import DocumentTx, FunctionRow, error_group_of
 from oncefire.stores.catalogue.tables import bytes_as_base64
+from oncefire.stores.catalogue.types import FunctionEntry, FunctionRow
 from oncefire.stores.connection import Statements
+from oncefire.stores.dead_rows import error_group_of
+from oncefire.stores.documents.contract import DocumentTx
 
 
-class FunctionOps:
+class SqlCatalogue:
     """Mixed into SqlStore: runs the named queries of `sql/<dialect>/functions.sql`."""
 
     def _one(self) -> Statements:
@@ -28,6 +31,31 @@ class FunctionOps:
 
     def transaction(self) -> AbstractContextManager[DocumentTx]:
         raise NotImplementedError
+
+    def register_functions(self, records: Sequence[FunctionEntry]) -> None:
+        """Record functions (a name registered again takes its new trigger)."""
+        rows = [
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "source": r.source,
+                "event_types": ",".join(r.event_types),
+                "registered_at": r.registered_at,
+                "fields": json.dumps(list(r.fields)) if r.fields else None,
+                "attributes": json.dumps(dict(r.attributes)) if r.attributes else None,
+            }
+            for r in records
+        ]
+        with self._write() as st:
+            st.execute_many("upsert_function", rows)
+            for r in records:
+                if r.ordering:
+                    st.execute("order_function", {"function": r.name, "keyed_by": r.ordering})
+                else:
+                    st.execute("unorder_function", {"function": r.name})
+                if r.ordering != "key":  # deliveries left waiting for a key take one
+                    st.execute("unkey_function", {"function": r.name, "keyed_by": r.ordering})
+            st.execute("bump_catalog")
 
     # -- routing -------------------------------------------------------------------------
 
@@ -72,6 +100,7 @@ class FunctionOps:
         """The unrouted events were offered to a new function."""
         self._one().execute("routing_done", {"name": name})
 
+    # The read side (the read model takes it over).
     def count_unrouted(self) -> int:
         """How many events no function has taken yet."""
         return int(self._one().fetch("count_unrouted")[0][0])
@@ -116,6 +145,8 @@ class FunctionOps:
     def _bury_pending_of(self, st: Statements, args: dict[str, Any]) -> int:
         """Make a forgotten function's pending deliveries dead letters; how many."""
         return len(st.fetch("bury_pending_of", args))
+
+    # -- the read side (the read model takes these over) --------------------------------
 
     def budget_used(self, function: str, since: float) -> tuple[int, int]:
         """(attempts of a function ended since a time, its deliveries running now)."""

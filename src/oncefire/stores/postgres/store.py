@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from oncefire.clock import Clock
-from oncefire.errors import MissingDependencyError
 from oncefire.events import StoredEvent
 from oncefire.model import codec
 from oncefire.model.buckets import DURATION_BOUNDS
@@ -25,23 +24,14 @@ from oncefire.stores.base import Completed, Ending, Lease, Leased, Taken, error_
 from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
 from oncefire.stores.catalogue.tables import PostgresTableTriggers, TableTriggers
 from oncefire.stores.connection import Statements
-from oncefire.stores.records.sql import completions_arg
-from oncefire.stores.sql_store import SqlStore
-
-try:
-    import psycopg  # noqa: F401 - imported first, so that its absence says what to install
-    import psycopg_pool  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised by a test that hides psycopg
-    raise MissingDependencyError(
-        "PostgreSQL support needs psycopg 3 and psycopg-pool: pip install 'oncefire[postgres]'."
-    ) from exc
-
 from oncefire.stores.documents.postgres_tx import PostgresTx, lock_key, set_document_args
 from oncefire.stores.postgres.clock import DatabaseClock
 from oncefire.stores.postgres.listener import Listener
 from oncefire.stores.postgres.pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
 from oncefire.stores.postgres.statements import PostgresStatements, expired_leases, floats
 from oncefire.stores.queue.rates import Buckets
+from oncefire.stores.records.sql import completions_arg
+from oncefire.stores.sql_store import SqlStore
 
 SQL = queries.load("postgres")
 

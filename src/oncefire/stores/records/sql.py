@@ -1,12 +1,15 @@
-"""The store operations of @idempotent records (acquire, read, take over, complete, release):
-one statement each, the same on both databases."""
+"""The idempotency records contract over named queries, the same on both databases: the
+@idempotent records (acquire, read, take over, complete, release), one statement each, the
+expiry of tx.claim keys and records, and the count of duplicates skipped."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
+from oncefire.model.buckets import hour_of
 from oncefire.stores.connection import Statements
 from oncefire.stores.records.types import IdempotencyCompletion, IdempotencyRecord
 
@@ -32,10 +35,13 @@ def complete_records(st: Statements, completions: Sequence[IdempotencyCompletion
     }
 
 
-class RecordOps:
+class SqlRecords:
     """Mixed into SqlStore: runs the named queries of `sql/<dialect>/idempotency.sql`."""
 
     def _one(self) -> Statements:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Statements]:
         raise NotImplementedError
 
     def _unflushed(self) -> Statements:
@@ -82,3 +88,14 @@ class RecordOps:
             return 0
         rows = [{"key": key, "token": token} for key, token in held]
         return self._one().count("release_records", {"held": json.dumps(rows)})
+
+    def count_dedupe_hit(self, function: str, now: float) -> None:
+        """Count one duplicate skipped by an idempotency helper."""
+        args = {"function": function, "now": now, "hour": hour_of(now)}
+        self._one().execute("count_dedupe_hit", args)
+
+    def purge_expired_claims(self, now: float, limit: int) -> int:
+        """Delete tx.claim keys and @idempotent records whose expiry has passed; return how many."""
+        args = {"now": now, "limit": limit}
+        with self._write() as st:
+            return st.count("purge_claims", args) + st.count("purge_records", args)
