@@ -7,10 +7,8 @@ from typing import Any
 
 import psycopg
 
-from oncefire.events import StoredEvent
 from oncefire.stores import faults
 from oncefire.stores.connection import NO_ARGS, Args, Row
-from oncefire.stores.queue.types import Lease, Leased
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -49,17 +47,3 @@ class PostgresStatements:
             faults.before(name)
             self.conn.cursor().executemany(self.queries[name], rows)
             faults.after(name)
-
-
-def floats(values: Sequence[float | None]) -> list[float | None]:
-    """Values for a binary float8[] parameter (`%(x)b`), which takes one Python type: an int
-    among floats (a custom clock's time) is refused, so each is made a float."""
-    return [None if v is None else float(v) for v in values]
-
-
-def expired_leases(rows: list[Row], now: float) -> list[Leased]:
-    """Leased deliveries of rows (id, token, function, attempt, started_at, event..., ahead)."""
-    return [
-        Leased.run_out(Lease(r[0], r[1]), (r[2], r[3], r[4]), StoredEvent(*r[5:13]), r[13], now)
-        for r in rows
-    ]
