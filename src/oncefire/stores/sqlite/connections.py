@@ -16,7 +16,7 @@ from typing import Any
 from oncefire.errors import StoreError, StoreUnavailableError
 from oncefire.stores import faults, queries
 from oncefire.stores.connection import NO_ARGS, Args, Row, expand_lists
-from oncefire.stores.sqlite.files import explained
+from oncefire.stores.sqlite.files import explained, file_identity
 from oncefire.stores.sqlite.filewatch import WakeFile
 
 # The longest a writer waits for the lock. An app's store waits less when its settings need
@@ -385,12 +385,3 @@ class OneStatement:
         """Run a statement once per set of arguments, each on its own."""
         for args in rows:
             self.execute(name, args)
-
-
-def file_identity(path: str) -> tuple[int, int] | None:
-    """(device, inode) of a file, None if there is none."""
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return found.st_dev, found.st_ino

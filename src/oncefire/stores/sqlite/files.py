@@ -1,6 +1,6 @@
-"""Why a SQLite store's file cannot be opened or written, said from the file system: SQLite's
-own words ("unable to open database file", "disk I/O error") name neither the path nor the
-cause."""
+"""A SQLite store's file as the file system sees it: its identity (a file replaced under the
+store is noticed), and why it cannot be opened or written (SQLite's own words, "unable to
+open database file" or "disk I/O error", name neither the path nor the cause)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,12 @@ def _free_bytes(folder: str) -> int | None:
         return shutil.disk_usage(folder).free
     except OSError:
         return None
+
+
+def file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of a file, None if there is none."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino

@@ -26,8 +26,8 @@ from oncefire.stores.sqlite.connections import (
     BUSY_TIMEOUT_MS,
     OneStatement,
     SqliteConnections,
-    file_identity,
 )
+from oncefire.stores.sqlite.files import file_identity
 from oncefire.stores.sqlite.filewatch import FileWatch
 
 __all__ = ["BUSY_TIMEOUT_MS", "FunctionEntry", "SqliteStore"]
