@@ -6,7 +6,7 @@ A plain set() is the write applications make most; its cost is Python's around f
 statements, so this path calls the driver itself (each statement still passes the fault
 hooks), binding tuples to `?` parameters (a named one costs a dict lookup a parameter),
 instead of the layers a transaction's general operations go through.
-tests/contract/test_set_at_once.py holds its events to a transaction's, on generated
+tests/contract/documents/test_set_at_once.py holds its events to a transaction's, on generated
 documents.
 """
 

@@ -18,7 +18,7 @@ from oncefire.events import Event
 from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _finish, _Hold
 from oncefire.stores.base import IdempotencyRecord
 from oncefire.testing import TestClock, deliver
-from tests.contract.idempotency_support import (
+from tests.contract.records.idempotency_support import (
     LEASE,
     POLICY,
     RACERS,

@@ -14,7 +14,14 @@ from typing import Any
 from oncefire import App, Increment, idempotent
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
-from tests.contract.idempotency_support import LEASE, POLICY, RACERS, WAIT, counter, order_event
+from tests.contract.records.idempotency_support import (
+    LEASE,
+    POLICY,
+    RACERS,
+    WAIT,
+    counter,
+    order_event,
+)
 
 # -- races ------------------------------------------------------------------------------
 

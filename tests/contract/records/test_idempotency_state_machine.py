@@ -23,7 +23,7 @@ from oncefire.idempotency import (
     _release,
 )
 from oncefire.testing import TestClock
-from tests.contract.idempotency_support import record_of
+from tests.contract.records.idempotency_support import record_of
 
 pytestmark = pytest.mark.slow  # a stateful search over many steps
 

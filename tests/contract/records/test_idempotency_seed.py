@@ -21,13 +21,18 @@ import pytest
 from oncefire import App
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver
-from tests.contract.idempotency_support import Gate, deliver_in_background, order_event, outcomes
+from tests.contract.records.idempotency_support import (
+    Gate,
+    deliver_in_background,
+    order_event,
+    outcomes,
+)
 
 # -- the seed scenario: oncefire/demo/orders.py --------------------------------------------------
 
 
 def load_orders_example() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "src" / "oncefire" / "demo" / "orders.py"
+    path = Path(__file__).resolve().parents[3] / "src" / "oncefire" / "demo" / "orders.py"
     spec = importlib.util.spec_from_file_location("orders_example_under_test", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -15,7 +15,7 @@ import pytest
 from oncefire import App, PayloadMismatchError, PermanentError, idempotent
 from oncefire.events import Event
 from oncefire.testing import TestClock, deliver, make_event
-from tests.contract.idempotency_support import (
+from tests.contract.records.idempotency_support import (
     LEASE,
     POLICY,
     Boom,

@@ -21,7 +21,7 @@ from oncefire.events import Event
 from oncefire.idempotency import QUEUED_FOR, TAKE_OVER_AFTER
 from oncefire.stores.base import IdempotencyCompletion, IdempotencyRecord
 from oncefire.testing import TestClock
-from tests.contract.idempotency_support import record_of
+from tests.contract.records.idempotency_support import record_of
 from tests.contract.worker_support import WAIT, app_of, learned_worker, turn_until
 
 LEASE = 30.0

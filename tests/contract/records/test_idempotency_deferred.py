@@ -18,7 +18,7 @@ from oncefire.engine.worker import Worker
 from oncefire.events import Event
 from oncefire.stores.base import Completed, Ending, IdempotencyCompletion, Lease
 from oncefire.testing import deliver
-from tests.contract.idempotency_support import (
+from tests.contract.records.idempotency_support import (
     LEASE,
     POLICY,
     WAIT,

@@ -1,4 +1,4 @@
-"""What the idempotency contract tests (tests/contract/test_idempotency_*.py) share:
+"""What the idempotency contract tests (tests/contract/records/test_idempotency_*.py) share:
 the retry policy and lease, order events, the stored record of a key, and a gate that
 holds a delivery inside its run in another thread."""
 

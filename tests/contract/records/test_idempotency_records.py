@@ -20,7 +20,7 @@ from oncefire.stores import queries
 from oncefire.stores.base import Completed, IdempotencyCompletion, IdempotencyRecord, Store
 from oncefire.stores.sqlite.store import SqliteStore
 from oncefire.testing import TestClock, deliver
-from tests.contract.idempotency_support import (
+from tests.contract.records.idempotency_support import (
     LEASE,
     POLICY,
     T0,
