@@ -27,8 +27,8 @@ from oncefire.retry import is_real
 from oncefire.stores.catalogue.cache import Fanout
 
 if TYPE_CHECKING:
-    from oncefire.stores.base import DocumentTx, Store
     from oncefire.stores.catalogue.cache import Catalog
+    from oncefire.stores.documents.contract import Documents, DocumentTx
 
 
 class Transaction:
@@ -316,7 +316,7 @@ class _Local(threading.local):
 class Database:
     """The document store of an App: `app.db`."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Documents, clock: Clock) -> None:
         self.store = store
         self.clock = clock
         self._local = _Local()
