@@ -6,7 +6,8 @@ Rules checked (tests/unit/test_layout.py asserts the same): no SQL statement in 
 literal of src/**/*.py (SQL lives in named queries, stores/sql/<dialect>/*.sql); no module in
 src over 400 lines and a median under 150; no module below app.py imports oncefire.app,
 under TYPE_CHECKING or not (the engine takes the Runtime, runtime.py, instead); no import
-cycle among the modules of src, TYPE_CHECKING and function-local imports counted.
+cycle among the modules of src, TYPE_CHECKING and function-local imports counted; no Protocol
+in stores/ declaring over 20 methods.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 MAX_LINES = 400
+MAX_PROTOCOL_METHODS = 20  # a store contract is a few small protocols (DESIGN.md, Layout)
 MEDIAN_LINES = 150
 _SQL = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|BEGIN|COMMIT|ROLLBACK|WITH|PRAGMA"
@@ -108,6 +110,21 @@ def module_sizes(root: Path = SRC) -> dict[str, int]:
     }
 
 
+def protocol_sizes(root: Path = SRC / "oncefire" / "stores") -> dict[str, int]:
+    """Methods each Protocol class under root declares itself (a composed protocol counts
+    only its own), by "path:Class" relative to src."""
+    sizes = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases
+            ):
+                methods = [n for n in node.body if isinstance(n, ast.FunctionDef)]
+                rel = path.relative_to(SRC) if path.is_relative_to(SRC) else path
+                sizes[f"{rel}:{node.name}"] = len(methods)
+    return sizes
+
+
 def imported_names(path: Path) -> set[str]:
     """Every dotted name a module imports, anywhere in it (TYPE_CHECKING and function-local
     imports too): `from a.b import c` gives a.b.c (a module, or a name of module a.b)."""
@@ -192,6 +209,7 @@ def main() -> int:
     median = statistics.median(sizes.values())
     importers = app_importers()
     cycles = import_cycles()
+    big = {name: n for name, n in protocol_sizes().items() if n > MAX_PROTOCOL_METHODS}
     print(f"SQL statements in src/**/*.py: {len(sql)}")
     for s in sql:
         print(f"  {s.path}:{s.line}: {s.text}")
@@ -204,7 +222,10 @@ def main() -> int:
     print(f"import cycles among the modules of src: {len(cycles)}")
     for group in cycles:
         print(f"  {' -> '.join(group)}")
-    is_broken = bool(sql or over or importers or cycles) or median >= MEDIAN_LINES
+    print(f"store protocols over {MAX_PROTOCOL_METHODS} methods: {len(big)}")
+    for name, n in sorted(big.items()):
+        print(f"  {n:3d}  {name}")
+    is_broken = bool(sql or over or importers or cycles or big) or median >= MEDIAN_LINES
     if is_broken:
         print("layout check failed: see the rules in tools/layout_check.py")
     return 1 if is_broken else 0

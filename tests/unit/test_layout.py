@@ -70,3 +70,21 @@ def test_the_check_finds_an_import_cycle_hidden_under_type_checking(tmp_path: Pa
     )
     (package / "c.py").write_text("import oncefire.a\n", encoding="utf-8")
     assert layout_check.import_cycles(tmp_path) == [["oncefire.a", "oncefire.b"]]
+
+
+def test_no_store_protocol_declares_more_than_twenty_methods() -> None:
+    sizes = layout_check.protocol_sizes()
+    assert "oncefire/stores/queue/contract.py:Queue" in sizes
+    assert {k: n for k, n in sizes.items() if n > layout_check.MAX_PROTOCOL_METHODS} == {}
+
+
+def test_the_check_counts_a_protocols_own_methods(tmp_path: Path) -> None:
+    methods = "".join(f"    def m{i}(self) -> None: ...\n" for i in range(21))
+    (tmp_path / "big.py").write_text(
+        "from typing import Protocol\n"
+        f"class Big(Protocol):\n{methods}"
+        "class Both(Big, Protocol):\n    def extra(self) -> None: ...\n",
+        encoding="utf-8",
+    )
+    sizes = layout_check.protocol_sizes(tmp_path)
+    assert sizes == {f"{tmp_path / 'big.py'}:Big": 21, f"{tmp_path / 'big.py'}:Both": 1}
