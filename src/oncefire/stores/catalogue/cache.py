@@ -24,16 +24,15 @@ def function_entry(
 ) -> FunctionEntry:
     """A FunctionEntry from a (name, kind, source, event_types, registered_at, fields,
     attributes) row; fields is a JSON list or NULL, attributes a JSON object or NULL."""
-    fields = tuple(json.loads(row[5])) if row[5] else ()
-    attributes = tuple(sorted(json.loads(row[6]).items())) if row[6] else ()
+    name, kind, source, event_types, registered_at, fields, attributes = row
     return FunctionEntry(
-        row[0],
-        row[1],
-        row[2],
-        tuple(row[3].split(",")),
-        row[4],
-        fields=fields,
-        attributes=attributes,
+        name,
+        kind,
+        source,
+        tuple(event_types.split(",")),
+        registered_at,
+        fields=tuple(json.loads(fields)) if fields else (),
+        attributes=tuple(sorted(json.loads(attributes).items())) if attributes else (),
     )
 
 

@@ -76,7 +76,10 @@ class SqlCatalogue:
         rows = self._one().fetch(
             "events_to_route", {"routing": routing, "after": after, "limit": limit}
         )
-        return [StoredEvent(r[0], r[1], r[2], r[3], self._decode(r[4]), r[5]) for r in rows]
+        return [
+            StoredEvent(event_id, type_, source, at, self._decode(data), size)
+            for event_id, type_, source, at, data, size in rows
+        ]
 
     def route_events(
         self, routes: Sequence[tuple[str, Sequence[str]]], from_state: str, now: float
@@ -114,10 +117,12 @@ class SqlCatalogue:
 
     def function_rows(self) -> list[FunctionRow]:
         """Every stored function with its pending count, by name."""
-        return [
-            FunctionRow(r[0], r[1], r[2], tuple(r[3].split(",")), r[4], r[5], r[6], r[7], int(r[8]))
-            for r in self._one().fetch("function_rows")
-        ]
+        functions = []
+        for row in self._one().fetch("function_rows"):
+            name, kind, source, types, registered_at, seen, paused_at, reason, pending = row
+            head = (name, kind, source, tuple(types.split(",")), registered_at)
+            functions.append(FunctionRow(*head, seen, paused_at, reason, int(pending)))
+        return functions
 
     def pause_function(self, name: str, now: float, reason: str) -> bool:
         """Pause a function; False if it is unknown or already paused."""

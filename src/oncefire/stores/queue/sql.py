@@ -86,10 +86,11 @@ class SqlQueue:
         rows = self._one().fetch(
             "unkeyed_deliveries", {"functions": list(functions), "limit": limit}
         )
-        return [
-            (r[0], r[1], r[2], StoredEvent(r[3], r[4], r[5], r[6], self._decode(r[7]), r[8]))
-            for r in rows
-        ]
+        unkeyed = []
+        for delivery_id, function, attempt, event_id, type_, source, at, data, size in rows:
+            event = StoredEvent(event_id, type_, source, at, self._decode(data), size)
+            unkeyed.append((delivery_id, function, attempt, event))
+        return unkeyed
 
     def key_deliveries(
         self, keys: Sequence[tuple[int, str]], errors: Sequence[tuple[int, str]], now: float

@@ -51,12 +51,14 @@ def expired_leased(
     st: SqliteStatements, event_of: Callable[[Row], StoredEvent], rows: list[Row], now: float
 ) -> list[Leased]:
     """Leased deliveries of rows (id, token, function, attempt, event id, started_at, ahead)."""
-    ids = list({r[4] for r in rows})
+    ids = list({event_id for _, _, _, _, event_id, _, _ in rows})
     events = {e[0]: e for e in st.fetch("events_by_id", {"ids": ids})} if rows else {}
-    return [
-        Leased.run_out(Lease(r[0], r[1]), (r[2], r[3], r[5]), event_of(events[r[4]]), r[6], now)
-        for r in rows
-    ]
+    leased = []
+    for delivery_id, token, function, attempt, event_id, started_at, ahead in rows:
+        head = (function, attempt, started_at)
+        event = event_of(events[event_id])
+        leased.append(Leased.run_out(Lease(delivery_id, token), head, event, ahead, now))
+    return leased
 
 
 class SqliteQueue:
@@ -79,8 +81,9 @@ class SqliteQueue:
     @staticmethod
     def _event(row: Row) -> StoredEvent:
         # Decoded once the transaction has ended: the write lock is held no longer than needed.
-        data = codec.loads_or_undecodable(row[4])  # a bad row fails its delivery, not the lease
-        return StoredEvent(row[0], row[1], row[2], row[3], data, row[5], row[6], row[7])
+        event_id, type_, source, at, data, size, root_id, depth = row
+        data = codec.loads_or_undecodable(data)  # a bad row fails its delivery, not the lease
+        return StoredEvent(event_id, type_, source, at, data, size, root_id, depth)
 
     def _events_by_id(self, ids: Sequence[str]) -> dict[str, StoredEvent]:
         # An event is never changed once written, nor purged while a delivery of it runs.
