@@ -1,4 +1,4 @@
-"""A whole document written on SQLite outside a transaction (Store.set_document): the rows
+"""A whole document written on SQLite outside a transaction (Documents.set_document): the rows
 documents.Transaction.set makes, in one write transaction that runs the write's statements
 and little else, its JSON, time and event id made by the caller before BEGIN.
 

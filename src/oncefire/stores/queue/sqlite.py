@@ -105,7 +105,7 @@ class SqliteQueue:
         free: int = 0,
     ) -> list[Taken]:
         """Take due pending deliveries, count their attempt, and lease them to worker (a solo
-        one only alone, see Store.lease_due); their events are read by with_events."""
+        one only alone, see Queue.lease_due); their events are read by with_events."""
         if not functions:
             return []
         token = uuid.uuid4().hex  # one a lease batch: the lease is the delivery id with it

@@ -58,8 +58,8 @@ class Leased:
 
 @dataclass(frozen=True, slots=True)
 class Taken:
-    """A delivery a lease took (Store.take_due), its event read in the same statement or not
-    yet (`event` None): Store.with_events makes it a Leased. SQLite reads the events after
+    """A delivery a lease took (Queue.take_due), its event read in the same statement or not
+    yet (`event` None): Queue.with_events makes it a Leased. SQLite reads the events after
     the lease's commit, so the write lock is not held while they are read."""
 
     lease: Lease
