@@ -1,25 +1,25 @@
 """The scale-out store: PostgreSQL through psycopg 3 and a pool, shared by any number of workers.
 
-PostgresStore joins the queue on PostgreSQL (queue/postgres.py) and what is the same on SQLite
-(SqlStore); here: the pool and its transactions, the listener, migrations, the database clock
-and the one-statement document write. Every statement goes to the one server the URL names:
-no decision reads a replica.
+PostgresStore joins the queue and documents on PostgreSQL (queue/postgres.py,
+documents/postgres.py) and what is the same on SQLite (SqlStore); here: the pool and its
+transactions, the listener, migrations and the database clock. Every statement goes to the
+one server the URL names: no decision reads a replica.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from oncefire.clock import Clock
 from oncefire.model import codec
-from oncefire.model.paths import parent_of
 from oncefire.stores import queries
-from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.cache import CatalogCache
 from oncefire.stores.catalogue.tables import PostgresTableTriggers, TableTriggers
 from oncefire.stores.connection import Statements
-from oncefire.stores.documents.postgres_tx import PostgresTx, lock_key, set_document_args
+from oncefire.stores.documents.postgres import PostgresDocuments
+from oncefire.stores.documents.postgres_tx import lock_key
 from oncefire.stores.postgres.clock import DatabaseClock
 from oncefire.stores.postgres.listener import Listener
 from oncefire.stores.postgres.pool import POOL_MAX, POOL_MIN, Pool, PooledStatements
@@ -30,7 +30,7 @@ from oncefire.stores.sql_store import SqlStore
 SQL = queries.load("postgres")
 
 
-class PostgresStore(PostgresQueue, SqlStore):
+class PostgresStore(PostgresQueue, PostgresDocuments, SqlStore):
     """oncefire's state in a PostgreSQL database, shared by workers on many machines."""
 
     dialect = "postgres"
@@ -108,45 +108,6 @@ class PostgresStore(PostgresQueue, SqlStore):
         with self.pool.batch():
             yield
 
-    @contextmanager
-    def transaction(self) -> Iterator[PostgresTx]:
-        """A write transaction for documents and events, pipelined."""
-        with self.pool.transaction(is_pipelined=True) as conn:
-            yield PostgresTx(conn, is_write=True, catalogs=self._catalogs)
-
-    @contextmanager
-    def read(self) -> Iterator[PostgresTx]:
-        """A read-only snapshot for document reads and queries."""
-        with self.pool.snapshot() as conn:
-            yield PostgresTx(conn, is_write=False, catalogs=self._catalogs)
-
-    def set_document(
-        self,
-        path: str,
-        data_json: str,
-        now: float,
-        event_id: str,
-        fanout_of: Callable[[Catalog], Fanout | None],
-    ) -> bool:
-        """Write a whole document and its event in one statement (one round trip); False,
-        having written nothing, when the catalogue changed or the row is from before schema
-        6 or holds numbers jsonb would not give back as written (codec.is_jsonb_exact): the
-        caller then writes through a transaction, whose event counts what jsonb gives back."""
-        catalog = self._catalogs.last()
-        fanout = None if catalog is None else fanout_of(catalog)
-        if catalog is None or fanout is None or not codec.is_jsonb_exact(data_json):
-            return False
-        args = set_document_args(
-            catalog,
-            fanout,
-            path=path,
-            collection=parent_of(path),
-            data_json=data_json,
-            now=now,
-            event_id=event_id,
-        )
-        return bool(self._pooled.fetch("set_document", args)[0][0] != "stale")
-
     def reopen_if_moved(self) -> bool:
         """A database server has no file to lose: always False."""
         return False
@@ -163,11 +124,3 @@ class PostgresStore(PostgresQueue, SqlStore):
 
     def _run_script(self, st: Any, sql: str) -> None:
         st.conn.execute(sql.encode())  # a script: no parameters, several statements
-
-    @contextmanager
-    def _index_transaction(self) -> Iterator[tuple[PostgresStatements, PostgresTx]]:
-        """A write transaction that waits for document writes in flight and holds off new
-        ones (lock_documents_for_index) until it commits."""
-        with self._write() as st:
-            st.execute("lock_documents_for_index")
-            yield st, PostgresTx(st.conn, is_write=True)

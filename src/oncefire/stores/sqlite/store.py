@@ -1,13 +1,13 @@
 """The embedded store: one SQLite file in WAL mode, BEGIN IMMEDIATE for every write.
 
-SqliteStore joins the queue on SQLite (queue/sqlite.py) and what is the same on PostgreSQL
-(SqlStore); here: opening, reopening and closing the file, its connections and transactions,
-migrations, and the whole-document write (documents/sqlite_write.py).
+SqliteStore joins the queue and documents on SQLite (queue/sqlite.py, documents/sqlite.py) and
+what is the same on PostgreSQL (SqlStore); here: opening, reopening and closing the file, its
+connections and transactions, migrations and the wake-up watch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,11 +15,10 @@ from oncefire.model import codec
 from oncefire.settings import MEMORY_URLS, check_store_url
 from oncefire.stores import migrations, queries
 from oncefire.stores.base import FunctionEntry
-from oncefire.stores.catalogue.cache import Catalog, CatalogCache, Fanout
+from oncefire.stores.catalogue.cache import CatalogCache
 from oncefire.stores.catalogue.tables import SqliteTableTriggers, TableTriggers
 from oncefire.stores.connection import SqliteStatements
-from oncefire.stores.documents import sqlite_write
-from oncefire.stores.documents.sqlite_tx import SqliteTx
+from oncefire.stores.documents.sqlite import SqliteDocuments
 from oncefire.stores.queue.sqlite import SqliteQueue
 from oncefire.stores.sql_store import SqlStore
 from oncefire.stores.sqlite.connections import (
@@ -35,7 +34,7 @@ __all__ = ["BUSY_TIMEOUT_MS", "FunctionEntry", "SqliteStore"]
 SQL = queries.load("sqlite")
 
 
-class SqliteStore(SqliteQueue, SqlStore):
+class SqliteStore(SqliteQueue, SqliteDocuments, SqlStore):
     """oncefire's state in one SQLite file (or in memory, for scripts)."""
 
     dialect = "sqlite"
@@ -96,32 +95,6 @@ class SqliteStore(SqliteQueue, SqlStore):
         """Store calls this thread makes inside the block share one transaction."""
         return self.connections.batch()
 
-    @contextmanager
-    def transaction(self) -> Iterator[SqliteTx]:
-        """A write transaction (BEGIN IMMEDIATE) for documents and events."""
-        with self.connections.transaction() as conn:
-            yield SqliteTx(conn, self._catalogs)
-
-    @contextmanager
-    def read(self) -> Iterator[SqliteTx]:
-        """A read transaction for document reads and queries."""
-        with self.connections.transaction("DEFERRED") as conn:
-            yield SqliteTx(conn, self._catalogs)
-
-    def set_document(
-        self,
-        path: str,
-        data_json: str,
-        now: float,
-        event_id: str,
-        fanout_of: Callable[[Catalog], Fanout | None],
-    ) -> bool:
-        """A whole document and its event in one transaction of the write's own statements
-        (documents/sqlite_write.py); False, writing nothing, when a transaction must write it."""
-        return sqlite_write.set_document(
-            self.connections, self._catalogs, path, data_json, now, event_id, fanout_of
-        )
-
     def _identity(self) -> tuple[int, int] | None:
         """(device, inode) of the store's file, None if there is none (or in memory)."""
         return None if self.is_memory else file_identity(self.path)
@@ -149,9 +122,3 @@ class SqliteStore(SqliteQueue, SqlStore):
     def _run_script(self, st: Any, sql: str) -> None:
         for statement in migrations.statements(sql):
             st.conn.execute(statement)
-
-    @contextmanager
-    def _index_transaction(self) -> Iterator[tuple[SqliteStatements, SqliteTx]]:
-        """BEGIN IMMEDIATE: no write can come between a chunk's read and its entries."""
-        with self.connections.transaction() as conn:
-            yield SqliteStatements(conn, SQL), SqliteTx(conn)
