@@ -109,7 +109,7 @@ BREAKAGES = (
             ),
         ),
         (
-            ("tests/contract/test_fencing.py",),
+            ("tests/contract/queue/test_fencing.py",),
             ("tests/chaos/test_failover.py", "-k", "asynchronous"),
         ),
     ),

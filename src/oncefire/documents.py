@@ -24,11 +24,11 @@ from oncefire.model.outbox import document_subscribers, emit
 from oncefire.model.query_plan import Shape
 from oncefire.query import Query, index_key
 from oncefire.retry import is_real
-from oncefire.stores.catalog import Fanout
+from oncefire.stores.catalogue.cache import Fanout
 
 if TYPE_CHECKING:
-    from oncefire.stores.base import DocumentTx, Store
-    from oncefire.stores.catalog import Catalog
+    from oncefire.stores.catalogue.cache import Catalog
+    from oncefire.stores.documents.contract import Documents, DocumentTx
 
 
 class Transaction:
@@ -316,7 +316,7 @@ class _Local(threading.local):
 class Database:
     """The document store of an App: `app.db`."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Documents, clock: Clock) -> None:
         self.store = store
         self.clock = clock
         self._local = _Local()

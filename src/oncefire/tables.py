@@ -16,7 +16,7 @@ from typing import Any
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
 from oncefire.stores.base import FunctionEntry, Store
-from oncefire.stores.table_triggers import KINDS, Watch, shape_of
+from oncefire.stores.catalogue.tables import KINDS, Watch, shape_of
 
 log = logging.getLogger(__name__)
 

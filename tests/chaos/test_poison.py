@@ -116,7 +116,7 @@ def explained_attempts(store: str, folder: Path) -> set[tuple[str, int]]:
     their process died between the attempt's start and its function's first line: killed by
     the test at most KILL_WINDOW seconds after the attempt was marked started, or ended by an
     `exit-` poison running beside it (the runtime charges an attempt marked ahead only once its
-    function is entered, tests/contract/test_crash_charges.py, but the function's first line
+    function is entered, tests/contract/queue/test_crash_charges.py, but the function's first line
     may still come after a wave-mate's os._exit). The attempt row's worker is
     `host:pid:suffix`; its started_at is when it was marked started."""
     entries = ledger.read(folder)

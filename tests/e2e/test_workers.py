@@ -23,7 +23,7 @@ import pytest
 from oncefire import App
 from oncefire.engine import worker as worker_module
 from oncefire.events import Event
-from oncefire.stores import sqlite_connections as sqlite_store
+from oncefire.stores.sqlite import connections as sqlite_store
 from oncefire.testing import TestClock
 from tests.stopping import stop_outside_a_write
 

@@ -67,7 +67,16 @@ def test_every_query_file_loads_through_the_one_loader() -> None:
 
 def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
     used = set()
-    for module in ("sql_store.py", "sql_tx.py", "sql_retention.py", "function_ops.py"):
+    shared = (
+        "sql_store.py",
+        "sql_retention.py",
+        "documents/sql_tx.py",
+        "documents/sql.py",
+        "queue/sql.py",
+        "records/sql.py",
+        "catalogue/sql.py",
+    )
+    for module in shared:
         text = (STORES / module).read_text(encoding="utf-8")
         used |= set(re.findall(r'(?:fetch|execute|count|execute_many)\(\s*"([a-z_]+)"', text))
     assert used, "the shared code runs named queries"
@@ -76,7 +85,7 @@ def test_the_queries_the_shared_code_runs_exist_in_both_dialects() -> None:
 
 
 def test_every_notification_uses_the_listened_channel() -> None:
-    from oncefire.stores.postgres_tx import CHANNEL, MAX_NOTIFY_IDS
+    from oncefire.stores.documents.postgres_tx import CHANNEL, MAX_NOTIFY_IDS
 
     loaded = queries.load("postgres")
     assert loaded["listen"] == f"LISTEN {CHANNEL}"

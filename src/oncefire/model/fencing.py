@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from oncefire.errors import LeaseLostError
 
 if TYPE_CHECKING:
-    from oncefire.stores.lease_tx import LeaseTx
-    from oncefire.stores.records import Lease
+    from oncefire.stores.queue.lease_tx import LeaseTx
+    from oncefire.stores.queue.types import Lease
 
 CURRENT_LEASE: ContextVar[Lease | None] = ContextVar("oncefire_lease", default=None)
 """The lease of the attempt running in this context (None outside an attempt)."""

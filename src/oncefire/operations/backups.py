@@ -15,8 +15,8 @@ from pathlib import Path
 
 from oncefire.errors import ConfigError
 from oncefire.settings import MEMORY_URLS, check_store_url
-from oncefire.stores import sqlite_backup
 from oncefire.stores.probe import StoreState, probe
+from oncefire.stores.sqlite import backup as sqlite_backup
 
 POSTGRES_TOOLS = (
     "back up a PostgreSQL store with pg_dump, pg_basebackup or point-in-time recovery, and "

@@ -13,7 +13,7 @@ def open_store(settings: Settings, *, beside_tables: bool = False) -> Store:
     its own and no oncefire schema (`oncefire migrate`), which is refused otherwise."""
     url = settings.store
     if url.startswith("sqlite:"):
-        from oncefire.stores.sqlite import SqliteStore
+        from oncefire.stores.sqlite.store import SqliteStore
 
         # A worker waiting for the write lock must still renew its leases before they run out.
         busy_wait = (settings.lease - settings.renew_every) / 2
@@ -24,7 +24,7 @@ def open_store(settings: Settings, *, beside_tables: bool = False) -> Store:
             beside_tables=beside_tables,
         )
     if url.startswith(("postgresql:", "postgres:")):
-        from oncefire.stores.postgres import PostgresStore
+        from oncefire.stores.postgres.store import PostgresStore
 
         return PostgresStore(
             url,
@@ -41,7 +41,7 @@ def open_store(settings: Settings, *, beside_tables: bool = False) -> Store:
 def open_read_store(settings: Settings) -> Store:
     """The read replica named by settings.read_store (PostgreSQL), opened read only: never
     migrated, its connections preferring a standby."""
-    from oncefire.stores.postgres import PostgresStore
+    from oncefire.stores.postgres.store import PostgresStore
 
     return PostgresStore(
         settings.read_store,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from oncefire.stores.base import Store
-from oncefire.stores.sql_tx import statements_of
+from oncefire.stores.documents.sql_tx import statements_of
 
 
 def other_document(store: Store, own: Sequence[str]) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from oncefire.stores.base import DocumentTx, Store
 from oncefire.stores.connection import Statements
-from oncefire.stores.sql_tx import statements_of
+from oncefire.stores.documents.sql_tx import statements_of
 
 
 class Writes:

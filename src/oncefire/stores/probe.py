@@ -48,7 +48,7 @@ def probe(url: str) -> StoreState:
         try:
             import psycopg
 
-            from oncefire.stores.postgres_hosts import connect_options
+            from oncefire.stores.postgres.hosts import connect_options
         except ImportError:
             return StoreState.UNKNOWN
         try:  # the primary, when the URL names several hosts: a standby may lag behind it

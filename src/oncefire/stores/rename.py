@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from oncefire.stores.base import Store
 from oncefire.stores.connection import Statements
-from oncefire.stores.sql_tx import statements_of
+from oncefire.stores.documents.sql_tx import statements_of
 
 MOVES = (
     "rename_deliveries",

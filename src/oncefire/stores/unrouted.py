@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from oncefire.stores.base import Store
+from oncefire.stores.documents.sql_tx import statements_of
 from oncefire.stores.reads import Awaited
-from oncefire.stores.sql_tx import statements_of
 
 
 def await_sources(store: Store, sources: Sequence[Awaited], now: float) -> None:

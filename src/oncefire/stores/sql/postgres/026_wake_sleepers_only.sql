@@ -5,7 +5,7 @@
 -- their flushes. At 8 clients a document write that notified ran at 4,100 a second, 6,900
 -- without (bench/pg_server_write.sh --clients 8, docs/scaling.md). Busy workers need no
 -- notification (they look for work again after each batch), so a write now notifies only
--- while some worker is registered as sleeping (oncefire_sleepers; postgres_listener.py).
+-- while some worker is registered as sleeping (oncefire_sleepers; postgres/listener.py).
 --
 -- No wake-up is lost: a worker registers only while it holds the exclusive form of the
 -- advisory lock that every waking statement takes in its shared form until it commits. So

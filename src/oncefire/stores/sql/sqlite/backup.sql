@@ -1,4 +1,4 @@
--- Online backups of a store and restores (stores/sqlite_backup.py).
+-- Online backups of a store and restores (stores/sqlite/backup.py).
 
 -- name: backup_into
 -- A consistent copy of the store as of one read transaction, into a new file. In WAL mode

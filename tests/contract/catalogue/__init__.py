@@ -1,0 +1,1 @@
+"""Contract tests of the function catalogue (stores/catalogue/): functions and routing."""

@@ -1,0 +1,1 @@
+"""What only one dialect has: SQLite files, PostgreSQL pools and hosts, backups, upgrades."""

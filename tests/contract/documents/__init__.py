@@ -1,0 +1,1 @@
+"""Contract tests of documents and their transaction (stores/documents/), on every store."""

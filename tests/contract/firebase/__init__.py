@@ -1,0 +1,1 @@
+"""Contract tests of oncefire.firebase on every store: Firestore, RTDB, storage, tasks, events."""

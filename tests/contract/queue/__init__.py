@@ -1,0 +1,1 @@
+"""Contract tests of the delivery queue (stores/queue/), on every store."""

@@ -1,0 +1,1 @@
+"""Contract tests of the idempotency records (stores/records/): @idempotent and tx.claim."""
