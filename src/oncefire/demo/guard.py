@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from oncefire import App  # as the demo itself imports it: an app of the public API
 from oncefire.errors import ConfigError
-from oncefire.stores import demo_reads
 from oncefire.stores.probe import StoreState, probe
+from oncefire.stores.reads import demo as demo_reads
 
 ADVICE = (
     "the demo writes only into a store of its own: run `oncefire demo` without --store (a new "

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from oncefire.errors import ConfigError, FunctionNotFoundError
 from oncefire.model.paths import check_id
 from oncefire.operations import unrouted
-from oncefire.stores import rename as renaming
 from oncefire.stores.base import FunctionRow
-from oncefire.stores.rename import Known, Renamed
+from oncefire.stores.catalogue import rename as renaming
+from oncefire.stores.catalogue.rename import Known, Renamed
 
 if TYPE_CHECKING:
     from oncefire.engine.runtime import Runtime

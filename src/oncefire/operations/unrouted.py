@@ -18,8 +18,8 @@ from typing import Any
 
 from oncefire.errors import ConfigError
 from oncefire.model.paths import Pattern, check_id
-from oncefire.stores import unrouted as stored
 from oncefire.stores.base import Store
+from oncefire.stores.catalogue import awaited as stored
 from oncefire.stores.reads import Awaited
 from oncefire.tables import parse_source
 

@@ -19,10 +19,6 @@ from oncefire.stores.catalogue.types import Catalog as Catalog
 from oncefire.stores.catalogue.types import Fanout as Fanout
 from oncefire.stores.catalogue.types import FunctionEntry as FunctionEntry
 from oncefire.stores.catalogue.types import FunctionRow as FunctionRow
-from oncefire.stores.dead_rows import DeadLetterFilter as DeadLetterFilter
-from oncefire.stores.dead_rows import DeadLetterRow as DeadLetterRow
-from oncefire.stores.dead_rows import DeadSearchRows as DeadSearchRows
-from oncefire.stores.dead_rows import error_group_of as error_group_of
 from oncefire.stores.documents.contract import Documents
 from oncefire.stores.documents.contract import DocumentTx as DocumentTx
 from oncefire.stores.queue.contract import Queue
@@ -31,9 +27,13 @@ from oncefire.stores.queue.types import Ending as Ending
 from oncefire.stores.queue.types import Lease as Lease
 from oncefire.stores.queue.types import Leased as Leased
 from oncefire.stores.queue.types import Taken as Taken
-from oncefire.stores.read_rows import FunctionCounts as FunctionCounts
-from oncefire.stores.read_side import ReadSide
 from oncefire.stores.reads.contract import StoreReads
+from oncefire.stores.reads.counts import FunctionCounts as FunctionCounts
+from oncefire.stores.reads.dead_rows import DeadLetterFilter as DeadLetterFilter
+from oncefire.stores.reads.dead_rows import DeadLetterRow as DeadLetterRow
+from oncefire.stores.reads.dead_rows import DeadSearchRows as DeadSearchRows
+from oncefire.stores.reads.dead_rows import error_group_of as error_group_of
+from oncefire.stores.reads.read_side import ReadSide
 from oncefire.stores.records.contract import Records
 from oncefire.stores.records.types import IdempotencyCompletion as IdempotencyCompletion
 from oncefire.stores.records.types import IdempotencyRecord as IdempotencyRecord

@@ -1,1 +1,1 @@
-"""Contract tests of the read side (stores/read_side.py): dead letters, stats, cost, audits."""
+"""Contract tests of the read side (stores/reads/): dead letters, stats, cost, audits."""

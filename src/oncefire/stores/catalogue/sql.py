@@ -13,8 +13,8 @@ from oncefire.events import StoredEvent
 from oncefire.stores.catalogue.tables import bytes_as_base64
 from oncefire.stores.catalogue.types import FunctionEntry, FunctionRow
 from oncefire.stores.connection import Statements
-from oncefire.stores.dead_rows import error_group_of
 from oncefire.stores.documents.contract import DocumentTx
+from oncefire.stores.reads.dead_rows import error_group_of
 
 
 class SqlCatalogue:

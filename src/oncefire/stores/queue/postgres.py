@@ -15,7 +15,6 @@ from oncefire.model.buckets import DURATION_BOUNDS
 from oncefire.model.rates import RateLimit, available
 from oncefire.stores import queries
 from oncefire.stores.connection import Row
-from oncefire.stores.dead_rows import error_group_of
 from oncefire.stores.documents.postgres_tx import PostgresTx, lock_key
 from oncefire.stores.postgres.clock import DatabaseClock
 from oncefire.stores.postgres.listener import Listener
@@ -23,6 +22,7 @@ from oncefire.stores.postgres.pool import Pool, PooledStatements
 from oncefire.stores.postgres.statements import PostgresStatements
 from oncefire.stores.queue.rates import Buckets
 from oncefire.stores.queue.types import Completed, Ending, Lease, Leased, Taken
+from oncefire.stores.reads.dead_rows import error_group_of
 from oncefire.stores.records.sql import completions_arg
 
 SQL = queries.load("postgres")

@@ -14,11 +14,11 @@ from oncefire.events import StoredEvent
 from oncefire.model import buckets, codec
 from oncefire.model.rates import RateLimit, available
 from oncefire.stores.connection import Row, SqliteStatements, Statements
-from oncefire.stores.dead_rows import error_group_of
 from oncefire.stores.documents.sqlite_tx import SqliteTx
 from oncefire.stores.queue.rates import Buckets
 from oncefire.stores.queue.sql import before_solo, is_head_started
 from oncefire.stores.queue.types import Completed, Ending, Lease, Leased, Taken
+from oncefire.stores.reads.dead_rows import error_group_of
 from oncefire.stores.records.sql import complete_records
 from oncefire.stores.sqlite.connections import SqliteConnections
 from oncefire.stores.sqlite.filewatch import FileWatch

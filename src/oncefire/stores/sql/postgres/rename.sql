@@ -1,4 +1,4 @@
--- Renaming a function (stores/rename.py): everything kept under its name moves to the new
+-- Renaming a function (stores/catalogue/rename.py): everything kept under its name moves to the new
 -- name in one transaction. History (attempts, hour buckets, dedupe hits) moves too, so the
 -- renamed function's figures go on; audit entries keep the name they were written with.
 

@@ -1,5 +1,5 @@
 -- The unrouted events by origin, and the awaited sources whose unrouted events are warned
--- about (stores/unrouted.py, oncefire/operations/unrouted.py).
+-- about (stores/catalogue/awaited.py, oncefire/operations/unrouted.py).
 
 -- name: unrouted_origins
 -- Events no function has taken yet, counted by kind (the type's first part) and origin: a

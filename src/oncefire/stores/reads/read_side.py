@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from oncefire.stores.dead_rows import DeadLetterFilter, DeadLetterRow, DeadSearchRows
-from oncefire.stores.read_rows import FunctionCounts
+from oncefire.stores.reads.counts import FunctionCounts
+from oncefire.stores.reads.dead_rows import DeadLetterFilter, DeadLetterRow, DeadSearchRows
 
 
 class ReadSide(Protocol):
