@@ -70,7 +70,7 @@ class Worker:
         self.batch_size = max(rt.settings.batch_size, self.concurrency)
         # HTTP functions run in the HTTP server, which leases their deliveries by id.
         self.functions = list(
-            functions or [name for name, t in rt.triggers.items() if t.kind != "http"]
+            functions or [name for name, t in rt.triggers.items() if t.kind.is_run_by_workers]
         )
         # An attempt that cannot be stopped ends the process (its supervisor starts another).
         self.is_process = is_process

@@ -13,6 +13,7 @@ from oncefire.model import codec
 from oncefire.model.lineage import CURRENT_LINEAGE, write_auth
 from oncefire.model.messages import carries
 from oncefire.model.paths import Pattern
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
 
@@ -37,12 +38,13 @@ def _matching(
 
 def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None) -> bool:
     """Whether a function of one of this event's types takes an event of this source."""
-    if record.kind == "row":  # data, when given, lets a column filter see what changed
+    if record.kind == TriggerKind.ROW:  # data, when given, lets a column filter see what changed
         return row_matches(record.source, event_type, source, data)
-    if record.kind == "document":
+    if record.kind == TriggerKind.DOCUMENT:
         return _pattern(record.source).fullmatch(source) is not None
-    if record.kind == "database":  # a reference pattern of any depth
+    if record.kind == TriggerKind.DATABASE:  # a reference pattern of any depth
         return _pattern(record.source, "any").fullmatch(source) is not None
+    # MESSAGE, SCHEDULE, HTTP: the source is a name
     return record.source == source and carries(record.attributes, data)
 
 
