@@ -17,8 +17,8 @@ from oncefire.engine import exhaustion
 from oncefire.engine.attempt_event import build_event as build_event
 from oncefire.engine.runtime import CURRENT_RUNTIME
 from oncefire.errors import (
-    ClaimHeldError,
     PermanentError,
+    RecordHeldError,
     Retry,
     StoreUnavailableError,
     UndecodablePayloadError,
@@ -58,7 +58,7 @@ def describe(exc: BaseException) -> str:
 
 def classify(trigger: Trigger, exc: BaseException) -> Ending:
     """Map an exception raised by a function to an attempt outcome."""
-    if isinstance(exc, Retry | ClaimHeldError):  # transient even if permanent_errors match
+    if isinstance(exc, Retry | RecordHeldError):  # transient even if permanent_errors match
         return Ending(Outcome.FAILED, describe(exc), exc.delay)
     if isinstance(exc, (PermanentError, *trigger.options.permanent_errors)):
         return Ending(Outcome.PERMANENT, describe(exc))
