@@ -327,14 +327,14 @@ def _write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending)
     )
     result = replace(ending, finished_at=now)
     lease = leased.lease
-    parked_as = "dead letter"
+    ended_as = "dead letter"
     if decision.state == "succeeded":
         is_written = rt.store.complete(lease, result)
     elif decision.state == "pending":
         assert decision.run_at is not None
         is_written = rt.store.retry(lease, result, decision.run_at)
     else:  # a dead letter (full payload kept), or forwarded when something receives it
-        is_written, parked_as = exhaustion.park(
+        is_written, ended_as = exhaustion.end_exhausted(
             rt.store,
             trigger,
             leased,
@@ -350,7 +350,7 @@ def _write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending)
         what = f"{ending.outcome}: {_first_line(ending.error)}; next attempt in {wait:.1f} s"
         _log(trigger, leased, what, level=logging.WARNING)  # seen with no logging set up
     elif decision.state == "dead":
-        what = f"{ending.outcome}: {_first_line(decision.error)}; {parked_as}"
+        what = f"{ending.outcome}: {_first_line(decision.error)}; {ended_as}"
         _log(trigger, leased, what, level=logging.WARNING)
     else:
         _log(trigger, leased, "succeeded", level=logging.DEBUG)
