@@ -136,7 +136,7 @@ class Trigger:
     dead_letter_topic: str | None = None
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
     attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
-    # Whether the function is an `async def`: asked twice an attempt, so found once.
+    # Whether the function is an `async def`: asked twice per attempt, so found once.
     is_async: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

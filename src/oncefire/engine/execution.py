@@ -119,7 +119,7 @@ def call(
             reads=ops.reads,
             writes=ops.writes,
         )
-    # Built once, not copied: a copy (dataclasses.replace) costs microseconds an attempt.
+    # Built once, not copied with dataclasses.replace (docs/performance.md, the worker's turn).
     return Ending(
         Outcome.SUCCEEDED,
         started_at=started_at,
@@ -239,8 +239,8 @@ def _finished_at(rt: Runtime, ending: Ending) -> float:
 
 
 def _complete(rt: Runtime, ending: Ending) -> Ending:
-    """A success as written: with its end time, and no error. Most already are, and a copy
-    costs microseconds an event inside the write transaction."""
+    """A success as written: with its end time, and no error. Most already are, and are
+    not copied (inside the write transaction: docs/performance.md)."""
     if ending.finished_at is not None and ending.error is None:
         return ending
     return replace(ending, error=None, finished_at=_finished_at(rt, ending))
@@ -285,7 +285,7 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
         if successes:
             ended = rt.store.complete_many([(s[1].lease, _complete(rt, s[2])) for s in successes])
             warn_discarded([c for *_, e in successes for c in e.completions], ended.records)
-            is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once an event
+            is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once per event
             for trigger, leased, _ in successes:
                 if leased.lease.delivery_id in ended.ids:
                     written[Outcome.SUCCEEDED] += 1

@@ -1,17 +1,10 @@
-"""The value keys of a field index: text that sorts as the values do.
+"""The value keys of a field index: text that sorts as the values do (Firestore's order).
 
-Values order as in Firestore, type by type: null, booleans, numbers, times, strings, then
-anything else: GeoPoints (by latitude, then longitude) before lists and maps (by their
-JSON). A key is the type's rank, a colon, then text that sorts within the type: numbers and
-times as the 16 hex digits of an order-preserving transform of their float64, strings as
-themselves (UTF-8 bytes sort as code points), the rest as the text `rank` compares. So every
-key of rank r lies in [f"{r}:", f"{r};"), and a range filter or an order on a field is a
-range walk of its index.
-
-Keys are exact for everything but integers past 2**53 (keyed by their nearest float) and,
-on PostgreSQL, strings past 256 characters (its B-tree holds the first 256): a query checks
-every filter again in Python, so the results are exact; only the order among such values
-can differ.
+A key is the type's rank (null, booleans, numbers, times, strings, GeoPoints, lists and
+maps), a colon, then text that sorts within the type: numbers and times as 16 hex digits of
+an order-preserving transform of their float64, strings as themselves. Every key of rank r
+lies in [f"{r}:", f"{r};"), so a range filter is a range walk. Integers past 2**53 and, on
+PostgreSQL, strings past 256 characters key inexactly: queries check filters again in Python.
 """
 
 from __future__ import annotations
