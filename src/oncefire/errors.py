@@ -102,7 +102,7 @@ class Retry(FunctionError):
 
 
 class PermanentError(FunctionError):
-    """Raised by a function to park its delivery as a dead letter at once, never retried."""
+    """Raised by a function to make its delivery a dead letter at once, never retried."""
 
 
 class UndecodablePayloadError(PermanentError):
