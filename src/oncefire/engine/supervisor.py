@@ -79,10 +79,10 @@ class StopSignals:
             self._previous[signum] = signal.signal(signum, self._request_stop)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> bool:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
-        if kind is not None and issubclass(kind, StopRequested):
+        if error_type is not None and issubclass(error_type, StopRequested):
             log.info("stopped while loading the app: no worker process was started")
             return True
         return False

@@ -58,26 +58,26 @@ def _as_float(number: int | float) -> float:
 
 def index_key(value: Any) -> str:
     """The key of a value in a field index (1 and 1.0 are the same key)."""
-    kind, inner = rank(value)
-    if kind == NULL:
+    type_rank, inner = rank(value)
+    if type_rank == NULL:
         return f"{NULL}:"
-    if kind == BOOL:
+    if type_rank == BOOL:
         return f"{BOOL}:{int(inner)}"
-    if kind == NUMBER:
+    if type_rank == NUMBER:
         return f"{NUMBER}:{float_key(_as_float(inner))}"
-    if kind == TIME:
+    if type_rank == TIME:
         return f"{TIME}:{float_key(value.astimezone(UTC).timestamp())}"
-    return f"{kind}:{inner}"
+    return f"{type_rank}:{inner}"
 
 
-def first_of(kind: int) -> str:
+def first_of(type_rank: int) -> str:
     """A bound at or below every key of a type."""
-    return f"{kind}:"
+    return f"{type_rank}:"
 
 
-def past(kind: int) -> str:
+def past(type_rank: int) -> str:
     """A bound above every key of a type."""
-    return f"{kind};"
+    return f"{type_rank};"
 
 
 def expired_ranges(now: float) -> tuple[tuple[str, str], tuple[str, str]]:
