@@ -30,6 +30,9 @@ DOCUMENT_CHANGES: dict[str, tuple[str, ...]] = {
 }
 
 
+_ROW = TriggerKind.ROW  # bound once: looked up on its enum class it costs more, per attempt
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """The options every event trigger takes (see DESIGN.md)."""
@@ -154,13 +157,13 @@ class Trigger:
             return None
         if self.pattern is not None:
             return self.pattern.match(source)
-        if self.kind is TriggerKind.ROW:
+        if self.kind is _ROW:
             return {} if row_matches(self.source, event_type, source) else None
         return {} if source == self.source else None
 
     def params_of(self, event: StoredEvent) -> dict[str, Any]:
         """event.params: the pattern's wildcards, or a row's primary key columns by name."""
-        if self.kind is TriggerKind.ROW:
+        if self.kind is _ROW:
             return dict(event.data.get("pk") or {})
         return self.matches(event.type, event.source) or {}
 

@@ -18,6 +18,9 @@ from oncefire.stores.base import DocumentTx, FunctionEntry
 from oncefire.tables import row_matches
 
 log = logging.getLogger(__name__)
+# Bound once: an enum member looked up on its class costs more than the compare, once per
+# function per write.
+_ROW, _DOCUMENT, _DATABASE = TriggerKind.ROW, TriggerKind.DOCUMENT, TriggerKind.DATABASE
 
 
 @lru_cache(maxsize=1024)
@@ -38,11 +41,11 @@ def _matching(
 
 def _takes(record: FunctionEntry, event_type: str, source: str, data: Any = None) -> bool:
     """Whether a function of one of this event's types takes an event of this source."""
-    if record.kind == TriggerKind.ROW:  # data, when given, lets a column filter see what changed
+    if record.kind == _ROW:  # data, when given, lets a column filter see what changed
         return row_matches(record.source, event_type, source, data)
-    if record.kind == TriggerKind.DOCUMENT:
+    if record.kind == _DOCUMENT:
         return _pattern(record.source).fullmatch(source) is not None
-    if record.kind == TriggerKind.DATABASE:  # a reference pattern of any depth
+    if record.kind == _DATABASE:  # a reference pattern of any depth
         return _pattern(record.source, "any").fullmatch(source) is not None
     # MESSAGE, SCHEDULE, HTTP: the source is a name
     return record.source == source and carries(record.attributes, data)
