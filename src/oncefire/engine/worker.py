@@ -4,15 +4,19 @@ A delivery this worker holds moves through these states (the queue: turn.TurnSta
 and ended: attempts.RunningAttempts). Every lease held is renewed, queued ones included, so a
 delivery never starts after its lease was lost and is never released while it may still run:
 
-    queued            a turn's commit (or the lease itself) marks it  -> marked / marked ahead
-    marked (ahead)    a slot is free                                  -> running (unconfirmed)
-    running, unconf.  its function entered, then a turn's commit      -> running (started)
-    queued, marked    renewal or marking finds its lease lost         -> dropped (not ours now)
-    queued, marked    waited RELEASE_AFTER, or the worker stops       -> released (uncounted)
-    running           it returns, raises or times out                 -> ended
-    running           renewal finds its lease lost                    -> settled (result dropped)
-    ended             a turn's commit, within turn.WRITE_WITHIN       -> written: succeeded,
-                                                                         pending(run_at) or dead
+    queued            a turn's commit (or the lease itself) marks it -> marked started/ahead
+    marked started    a slot is free                                 -> running
+    marked ahead      a slot is free                                 -> running, unconfirmed
+    marked ahead      no slot free, room to wait (short, sync)       -> waiting (thread)
+    waiting (thread)  a thread takes it                              -> running, unconfirmed
+    unconfirmed       its function entered, then a turn's commit     -> running (started)
+    queued, marked    renewal or marking finds its lease lost        -> dropped (not ours now)
+    queued, marked    waited RELEASE_AFTER, or the worker stops      -> released, uncounted
+    waiting (thread)  waited RELEASE_AFTER, or the worker stops      -> released, uncounted
+    running           it returns, raises or times out                -> ended
+    running           renewal finds its lease lost                   -> settled (result dropped)
+    ended             a turn's commit, within turn.WRITE_WITHIN      -> written: succeeded,
+                                                                        pending(run_at) or dead
 """
 
 from __future__ import annotations
