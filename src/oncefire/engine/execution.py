@@ -183,7 +183,7 @@ class EventLoopThread:
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_forever()
-            # What is still running was handed back: cancel it, then close cleanly.
+            # What is still running was released: cancel it, then close cleanly.
             tasks = asyncio.all_tasks(self.loop)
             for task in tasks:
                 task.cancel()

@@ -106,7 +106,7 @@ def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
 
 def release_rescued(rt: Runtime, items: Sequence[Leased]) -> None:
     """Release the records a stopped worker acquired with the leases of deliveries it never
-    started, handed back to run again uncharged."""
+    started, released to run again uncounted."""
     held = []
     for item in items:
         spec = _registered_spec(rt, item.function)

@@ -1,5 +1,5 @@
 """The leases a worker gives up (released, never started) and those a stopped worker left
-(rescued: charged a crashed attempt if its function may have run)."""
+(rescued: counted as a crashed attempt if its function may have run)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
             released = rt.store.release(unstarted)
             log.info("released %d delivery(ies) a stopped worker held but never started", released)
         # Marked ahead, with others: whether each ran, or which one ended the process, is
-        # not known. Released uncharged; each runs alone from now on, and is
-        # charged if it crashes alone. The records acquired with their lease are kept (one may
+        # not known. Released uncounted; each runs alone from now on, and counts
+        # as crashed if it crashes alone. The records acquired with their lease are kept (one may
         # have run): each is due when its record may be taken over.
         ahead: dict[float | None, list[Lease]] = {}
         for item in expired:

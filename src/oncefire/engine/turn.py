@@ -2,9 +2,9 @@
 between turns (TurnState: the queue of leased deliveries and how each is marked).
 
 A turn's commit marks *started* what the free slots take now, and marks *ahead* about PREFETCH
-seconds of work more, so short attempts share one commit. Started: charged a crashed attempt
-if the worker dies. Ahead: if the worker dies, which of them ran is not known, so each is
-released uncharged and *solo* (leased only by a worker holding nothing else). An attempt
+seconds of work more, so short attempts share one commit. Started: counted as a crashed
+attempt if the worker dies. Ahead: if the worker dies, which of them ran is not known, so each is
+released uncounted and *solo* (leased only by a worker holding nothing else). An attempt
 started while marked ahead is confirmed started by the next commit once its function is entered.
 """
 
@@ -99,7 +99,7 @@ def plan(
 
 @dataclass(frozen=True, slots=True)
 class Marks:
-    """What one turn's commit marks: started (charged if lost) and ahead (solo if lost)."""
+    """What one turn's commit marks: started (counted if lost) and ahead (solo if lost)."""
 
     started: list[Leased]
     ahead: list[Leased]

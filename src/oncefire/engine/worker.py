@@ -155,7 +155,7 @@ class Worker:
                 _, lease_ahead = turn.marked_by_lease(taken, plan.free)
                 marks = self._marks(plan.free) if plan.is_marking else None  # a lease marks itself
                 # Committed before the functions start: only a delivery marked started (not
-                # ahead) is charged an attempt when its worker dies.
+                # ahead) counts as a crashed attempt when its worker dies.
                 now = self.rt.clock.now()
                 marked, ahead = turn.mark(self.rt.store, marks, now) if marks else (set(), set())
                 writing = attempts.ended_ids() if plan.is_writing else set()  # no confirming
@@ -269,7 +269,7 @@ class Worker:
         if not held:
             return
         now = self.rt.clock.now()
-        # An attempt marked ahead that runs on is charged if lost, once its function is entered.
+        # An attempt marked ahead that runs on counts if lost, once its function is entered.
         confirmed = state.confirm(self.rt.store, (), now)
         state.settle_unconfirmed(confirmed, attempts.running.values())
         kept = set(self.rt.store.renew(held, now, now + self.rt.settings.lease))
