@@ -3,7 +3,7 @@
 The whole state machine lives here; the store runs guarded one-statement operations on one
 record per function and key (stored as "function/key"). A new key costs one statement to
 acquire, or none of its own when the worker acquired it with the delivery's lease
-(acquiring.py); its completion is written by the worker with the attempt's ending, in the
+(engine/leased_records.py); its completion is written with the attempt's ending, in the
 transaction that writes it (a Deferred), and on its own only outside a worker or once that
 ending is written. The other cases read the record too:
 
@@ -62,10 +62,10 @@ COMPLETE_FOR = 10.0
 # already had.
 TAKE_OVER_AFTER = COMPLETE_FOR
 COMPLETE_BACKOFF = 0.2
-# A record a worker acquired with a delivery's lease (acquiring.py) serves its attempt if the
-# attempt starts within this many seconds of the lease (it waits about a second at most in its
-# worker's queue): its lease may then end up to this much before the function's timeout, still
-# well before TAKE_OVER_AFTER lets another attempt take it over.
+# A record a worker acquired with a delivery's lease (engine/leased_records.py) serves its
+# attempt if it starts within this many seconds of the lease (it waits a second at most in
+# its worker's queue): its lease may then end up to this much before the function's timeout,
+# still well before TAKE_OVER_AFTER lets another attempt take it over.
 QUEUED_FOR = 2.0
 
 
