@@ -1,4 +1,5 @@
-"""turn.plan decides what a worker's turn does; TurnState keeps the queue and its marks."""
+"""turn.plan decides what a worker's turn does; TurnState keeps the queue, its marks and the
+attempts not confirmed yet."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from typing import Any
 import pytest
 
 from oncefire.engine import turn
+from oncefire.engine.attempts import RunningAttempt
 from oncefire.engine.turn import Marks, TurnState, marks_for
 from oncefire.events import StoredEvent
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.stores.base import Lease, Leased
+from oncefire.triggers import Options, Trigger
 
 
 def leased(delivery_id: int, *, is_solo: bool = False) -> Leased:
@@ -123,3 +127,26 @@ def test_dropped_and_released_deliveries_leave_their_marks() -> None:
     assert state.marks == {1: False, 3: True}
     assert [c.lease.delivery_id for c in state.take_all()] == [1, 3]
     assert not state.queue and not state.marks
+
+
+def attempt_of(item: Leased) -> RunningAttempt:
+    trigger = Trigger("f", print, TriggerKind.MESSAGE, "t", (), Options())
+    return RunningAttempt(item, trigger, deadline=0.0, started=0.0)
+
+
+def test_an_attempt_started_while_marked_ahead_waits_for_confirmation() -> None:
+    state = queued(1, 2, marked={1: False, 2: True})
+    first = attempt_of(state.queue[0])
+    state.started(first)
+    second = attempt_of(state.queue[0])
+    state.started(second)
+    assert not state.queue and not state.marks
+    assert state.unconfirmed == [second]
+
+
+def test_after_a_commit_unconfirmed_keeps_only_what_still_runs_unconfirmed() -> None:
+    state = TurnState()
+    confirmed, ended, running = (attempt_of(leased(i)) for i in (1, 2, 3))
+    state.unconfirmed = [confirmed, ended, running]
+    state.settle_unconfirmed([confirmed], [confirmed, running])
+    assert state.unconfirmed == [running]
