@@ -110,14 +110,12 @@ def test_a_lease_marks_its_head_started_when_it_starts_alone() -> None:
     state = TurnState()
     state.add([leased(1, is_solo=True), leased(2)], ahead={2})
     assert state.marks == {1: False, 2: True} and state.is_solo_held
-    assert state.next_to_start() == state.queue[0]
 
 
-def test_an_unmarked_head_waits_for_the_next_turn() -> None:
-    state = queued(1, 2, marked={2: True})
-    assert state.next_to_start() is None
-    state.record_marks({1}, ahead=set())
-    assert state.next_to_start() is not None
+def test_a_turn_marks_what_it_marked_again_as_it_now_is() -> None:
+    state = queued(1, 2, marked={1: True})
+    state.record_marks({1, 2}, ahead={2})
+    assert state.marks == {1: False, 2: True}
 
 
 def test_dropped_and_released_deliveries_leave_their_marks() -> None:
@@ -132,16 +130,6 @@ def test_dropped_and_released_deliveries_leave_their_marks() -> None:
 def attempt_of(item: Leased) -> RunningAttempt:
     trigger = Trigger("f", print, TriggerKind.MESSAGE, "t", (), Options())
     return RunningAttempt(item, trigger, deadline=0.0, started=0.0)
-
-
-def test_an_attempt_started_while_marked_ahead_waits_for_confirmation() -> None:
-    state = queued(1, 2, marked={1: False, 2: True})
-    first = attempt_of(state.queue[0])
-    state.started(first)
-    second = attempt_of(state.queue[0])
-    state.started(second)
-    assert not state.queue and not state.marks
-    assert state.unconfirmed == [second]
 
 
 def test_after_a_commit_unconfirmed_keeps_only_what_still_runs_unconfirmed() -> None:

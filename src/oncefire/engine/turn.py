@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
-from oncefire.engine.attempts import RunningAttempt
+from oncefire.engine.attempts import RunningAttempt, RunningAttempts
 from oncefire.stores.base import Lease, Leased, Store, Taken
 from oncefire.stores.sql_store import is_head_started
 
@@ -177,17 +177,19 @@ class TurnState:
         for delivery_id in marked:
             self.marks[delivery_id] = delivery_id in ahead
 
-    def next_to_start(self) -> Leased | None:
-        """The head of the queue if it is marked (one not marked waits for the next turn)."""
-        if self.queue and self.queue[0].lease.delivery_id in self.marks:
-            return self.queue[0]
-        return None
-
-    def started(self, attempt: RunningAttempt) -> None:
-        """The head of the queue started as `attempt`."""
-        self.queue.popleft()
-        if self.marks.pop(attempt.leased.lease.delivery_id):
-            self.unconfirmed.append(attempt)  # confirmed by a commit once entered
+    def start_marked(self, attempts: RunningAttempts, waiting: int) -> None:
+        """Start the head of the queue while it is marked and has room (has_room, `waiting`):
+        one not marked yet waits for the next turn. One marked ahead starts unconfirmed."""
+        queue, marks = self.queue, self.marks
+        while queue and attempts.has_room(queue[0], waiting):
+            delivery_id = queue[0].lease.delivery_id
+            is_ahead = marks.get(delivery_id)
+            if is_ahead is None:
+                break  # marked in the next turn
+            del marks[delivery_id]
+            attempt = attempts.start(queue.popleft())
+            if is_ahead:
+                self.unconfirmed.append(attempt)  # confirmed by a commit once entered
 
     def drop(self, delivery_ids: Collection[int]) -> None:
         """Drop queued deliveries whose lease was lost: another worker has them now."""

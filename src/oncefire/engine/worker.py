@@ -134,8 +134,7 @@ class Worker:
             leased = self._store_turn(delivery_ids, plan)
             if plan.is_leasing:
                 state.has_moved = False
-        while (item := state.next_to_start()) is not None and attempts.has_room(item, waiting):
-            state.started(attempts.start(item))
+        state.start_marked(attempts, waiting)
         return len(leased)
 
     def _store_turn(self, delivery_ids: Sequence[int] | None, plan: turn.Plan) -> list[Leased]:
