@@ -33,7 +33,7 @@ from oncefire_harness import Backlog, backlog_store, reset, target, workers
 
 IDLE_FILES = ("concurrent/futures/thread.py", "threading.py", "selectors.py", "queue.py")
 # A blocking call in C, told by its line: `.get()` is an attempt thread waiting for work
-# (flights.AttemptThreads) or a worker for a queue.
+# (attempts.AttemptThreads) or a worker for a queue.
 IDLE_CALLS = (".get(timeout", ".get()", ".wait(", "sleep(", "select(", ".poll(")
 IDLE = "idle (waiting for work)"
 # A worker's loop waiting for the attempts it started (their threads' wake-up, the GIL):
@@ -76,7 +76,7 @@ def phase_of(frames: list[dict[str, Any]]) -> tuple[str, str]:
         return operation, "PostgreSQL round trips"
     if any(f.endswith("logging/__init__.py") for f in files):
         return operation, "logging"
-    if operation == "-" and "Flights.collect" in names:
+    if operation == "-" and "RunningAttempts.collect" in names:
         return "-", AWAITING
     if operation == "-" and any(leaf_file.endswith(x) for x in IDLE_FILES):
         return "-", IDLE

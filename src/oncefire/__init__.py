@@ -1,5 +1,6 @@
 """oncefire: event-triggered Python functions that fire once in effect."""
 
+from oncefire import errors as _errors
 from oncefire.app import App
 from oncefire.documents import (
     CollectionReference,
@@ -9,7 +10,6 @@ from oncefire.documents import (
 )
 from oncefire.engine.worker import DrainSummary
 from oncefire.errors import (
-    ClaimHeldError,
     ConfigError,
     DeadLetterNotFoundError,
     DocumentNotFoundError,
@@ -24,6 +24,7 @@ from oncefire.errors import (
     PayloadMismatch,
     PayloadMismatchError,
     PermanentError,
+    RecordHeldError,
     ReplayError,
     Retry,
     SchemaVersionError,
@@ -46,7 +47,6 @@ __all__ = [
     "App",
     "BoundedCount",
     "Change",
-    "ClaimHeldError",
     "CollectionReference",
     "ConfigError",
     "Database",
@@ -74,6 +74,7 @@ __all__ = [
     "PayloadMismatch",
     "PayloadMismatchError",
     "PermanentError",
+    "RecordHeldError",
     "ReplayError",
     "Retry",
     "RetryPolicy",
@@ -84,3 +85,10 @@ __all__ = [
     "TransactionError",
     "idempotent",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The former names of renamed errors (oncefire.errors._DEPRECATED), with their warning.
+    if name in _errors._DEPRECATED:
+        return getattr(_errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

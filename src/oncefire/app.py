@@ -196,7 +196,7 @@ class App(Decorators, RowTriggers):
 
     def _check_names(self, functions: Sequence[str]) -> None:
         """Refuse what is not a list of the app's event functions, by name."""
-        names = [n for n, t in self.triggers.items() if t.kind != "http"]
+        names = [n for n, t in self.triggers.items() if t.kind.is_run_by_workers]
         if isinstance(functions, str) or not isinstance(functions, Sequence) or not functions:
             raise ConfigError(
                 f"functions={functions!r}: give a list of function names, such as "

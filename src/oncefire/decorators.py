@@ -12,9 +12,10 @@ from oncefire.events import EventType
 from oncefire.model.messages import attribute_filter
 from oncefire.model.paths import Pattern, check_id
 from oncefire.model.schedules import DEFAULT_GRACE, Schedule
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.retry import RetryPolicy
 from oncefire.triggers import (
-    DOCUMENT_KINDS,
+    DOCUMENT_CHANGES,
     Options,
     Trigger,
     check_fields,
@@ -39,14 +40,14 @@ class Decorators:
         raise NotImplementedError
 
     def _document(
-        self, kind: str, pattern: str | None, options: dict[str, Any]
+        self, change: str, pattern: str | None, options: dict[str, Any]
     ) -> Callable[[F], F]:
         name = options.pop("name", None)
         document = options.pop("document", None)  # Firebase's keyword for the pattern
-        fields = check_fields(kind, options.pop("fields", None))
+        fields = check_fields(change, options.pop("fields", None))
         if (pattern is None) == (document is None):
             raise ConfigError(
-                f"on_document_{kind} takes one path pattern, like 'orders/{{orderId}}' (or "
+                f"on_document_{change} takes one path pattern, like 'orders/{{orderId}}' (or "
                 "document='orders/{orderId}' as in Firebase)."
             )
         parsed = Pattern.parse(pattern if pattern is not None else document)
@@ -58,12 +59,12 @@ class Decorators:
                 Trigger(
                     name=function_name(name, fn),
                     fn=fn,
-                    kind="document",
+                    kind=TriggerKind.DOCUMENT,
                     source=parsed.text,
-                    event_types=tuple(str(t) for t in DOCUMENT_KINDS[kind]),
+                    event_types=tuple(str(t) for t in DOCUMENT_CHANGES[change]),
                     options=opts,
                     pattern=parsed,
-                    is_change=kind in ("updated", "written"),
+                    is_change=change in ("updated", "written"),
                     fields=fields,
                 )
             )
@@ -113,7 +114,7 @@ class Decorators:
             if isinstance(base, RetryPolicy):  # else make_options says what it must be
                 options["retry_policy"] = replace(base, max_attempts=max_delivery_attempts)
         opts = make_options(**options)
-        check_ordering("message", opts)
+        check_ordering(TriggerKind.MESSAGE, opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
@@ -121,7 +122,7 @@ class Decorators:
                 Trigger(
                     name=function_name(name, fn),
                     fn=fn,
-                    kind="message",
+                    kind=TriggerKind.MESSAGE,
                     source=topic,
                     event_types=(str(EventType.MESSAGE_PUBLISHED),),
                     options=opts,
@@ -151,7 +152,7 @@ class Decorators:
             schedule, timezone=timezone, catch_up=catch_up, misfire_grace=misfire_grace
         )
         opts = make_options(**options)
-        check_ordering("schedule", opts)
+        check_ordering(TriggerKind.SCHEDULE, opts)
 
         def decorator(fn: F) -> F:
             check_function(fn)
@@ -160,7 +161,7 @@ class Decorators:
                 Trigger(
                     name=fname,
                     fn=fn,
-                    kind="schedule",
+                    kind=TriggerKind.SCHEDULE,
                     source=fname,
                     event_types=(str(EventType.SCHEDULE_TICK),),
                     options=opts,
@@ -189,7 +190,7 @@ class Decorators:
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            trigger = Trigger(function_name(name, fn), fn, "http", path, verbs, opts)
+            trigger = Trigger(function_name(name, fn), fn, TriggerKind.HTTP, path, verbs, opts)
             self._add(trigger)
             self.routes[path] = trigger
             self.body_limits[path] = max_body_bytes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 
 class OncefireError(Exception):
     """Base class of every error oncefire raises."""
@@ -100,7 +102,7 @@ class Retry(FunctionError):
 
 
 class PermanentError(FunctionError):
-    """Raised by a function to park its delivery as a dead letter at once, never retried."""
+    """Raised by a function to make its delivery a dead letter at once, never retried."""
 
 
 class UndecodablePayloadError(PermanentError):
@@ -114,8 +116,8 @@ class PayloadMismatchError(PermanentError):
 PayloadMismatch = PayloadMismatchError
 
 
-class ClaimHeldError(OncefireError):
-    """An idempotency key is held by a live lease elsewhere; the attempt is retried later."""
+class RecordHeldError(OncefireError):
+    """An @idempotent record is held by a live lease elsewhere; the attempt is retried later."""
 
     def __init__(self, message: str, delay: float | None = None) -> None:
         super().__init__(message)
@@ -133,3 +135,19 @@ class EventNotFoundError(OncefireError, LookupError):
 
 class FunctionNotFoundError(OncefireError, LookupError):
     """No function of that name is registered with the app or kept in its store."""
+
+
+# Former names, still importable; each warns when used.
+_DEPRECATED = {"ClaimHeldError": "RecordHeldError"}
+
+
+def __getattr__(name: str) -> type[OncefireError]:
+    if name in _DEPRECATED:
+        warnings.warn(
+            f"oncefire.{name} is now {_DEPRECATED[name]}: import that name instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        found: type[OncefireError] = globals()[_DEPRECATED[name]]
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,14 +3,14 @@
 The whole state machine lives here; the store runs guarded one-statement operations on one
 record per function and key (stored as "function/key"). A new key costs one statement to
 acquire, or none of its own when the worker acquired it with the delivery's lease
-(acquiring.py); its completion is written by the worker with the attempt's ending, in the
+(engine/leased_records.py); its completion is written with the attempt's ending, in the
 transaction that writes it (a Deferred), and on its own only outside a worker or once that
 ending is written. The other cases read the record too:
 
     absent / expired      -> acquire (in progress, leased)      -> run
     completed, same hash  -> return the stored result            (a dedupe hit, no run)
     any, other hash       -> PayloadMismatchError                (permanent)
-    in progress, live     -> ClaimHeldError                      (transient: retried later)
+    in progress, live     -> RecordHeldError                     (transient: retried later)
     in progress, expired  -> take over with a new token          -> run
     run succeeded         -> completed (only if our token still holds the record)
     run raised            -> record deleted (only if our token still holds it), error re-raised
@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire.engine.runtime import CURRENT_RUNTIME
 from oncefire.errors import (
-    ClaimHeldError,
     ConfigError,
     InvalidDocumentError,
     OncefireError,
     PayloadMismatchError,
     PermanentError,
+    RecordHeldError,
     StoreError,
 )
 from oncefire.events import Event
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 IN_PROGRESS, COMPLETED = "in_progress", "completed"
-CLAIM_TRIES = 5  # a key that changes hands more often between two statements is retried later
+ACQUIRE_TRIES = 5  # a key that changes hands more often between two statements is retried later
 # Seconds a completion committed on its own is retried across a store restart before giving
 # up (one written with its attempt is retried by the worker, as the attempt is).
 COMPLETE_FOR = 10.0
@@ -62,10 +62,10 @@ COMPLETE_FOR = 10.0
 # already had.
 TAKE_OVER_AFTER = COMPLETE_FOR
 COMPLETE_BACKOFF = 0.2
-# A record a worker acquired with a delivery's lease (acquiring.py) serves its attempt if the
-# attempt starts within this many seconds of the lease (it waits about a second at most in its
-# worker's queue): its lease may then end up to this much before the function's timeout, still
-# well before TAKE_OVER_AFTER lets another attempt take it over.
+# A record a worker acquired with a delivery's lease (engine/leased_records.py) serves its
+# attempt if it starts within this many seconds of the lease (it waits a second at most in
+# its worker's queue): its lease may then end up to this much before the function's timeout,
+# still well before TAKE_OVER_AFTER lets another attempt take it over.
 QUEUED_FOR = 2.0
 
 
@@ -165,7 +165,7 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
         None,
     )
     store = rt.store
-    for _ in range(CLAIM_TRIES):
+    for _ in range(ACQUIRE_TRIES):
         # The common case, a new (or expired) key, is this one statement.
         if store.acquire_idempotency(held, now):
             return _Hold(key, token)
@@ -184,14 +184,14 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
             return _Hold(key, record.token, result, is_done=True)
         if record.lease_until > now:
             # Not a dedupe hit yet: the retry that finds the key completed counts as one.
-            raise ClaimHeldError(
+            raise RecordHeldError(
                 f"Idempotency key {shown!r} is held by a running attempt until its lease "
                 f"ends in {record.lease_until - now:.0f} s; this attempt is retried later.",
                 delay=record.lease_until - now,
             )
         held_until = record.lease_until + TAKE_OVER_AFTER
         if held_until > now:
-            raise ClaimHeldError(
+            raise RecordHeldError(
                 f"Idempotency key {shown!r} is held by an attempt whose lease ended "
                 f"{now - record.lease_until:.0f} s ago: its holder may still be completing it "
                 f"across a store restart, so it is taken over in {held_until - now:.0f} s.",
@@ -202,8 +202,8 @@ def _acquire(rt: Runtime, spec: IdempotencySpec, event: Event) -> _Hold:
         if store.take_over_idempotency(held, record.token, now - TAKE_OVER_AFTER):
             log.warning("taking over idempotency key %r after its lease ran out", shown)
             return _Hold(key, token)
-    raise ClaimHeldError(
-        f"Idempotency key {shown!r} changed hands {CLAIM_TRIES} times while this attempt "
+    raise RecordHeldError(
+        f"Idempotency key {shown!r} changed hands {ACQUIRE_TRIES} times while this attempt "
         "tried to acquire it; this attempt is retried later."
     )
 

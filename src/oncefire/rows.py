@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from oncefire.tables import ROW_KINDS, parse_source, row_source, unwatch_table, watch_tables
+from oncefire.model.trigger_kind import TriggerKind
+from oncefire.tables import ROW_CHANGES, parse_source, row_source, unwatch_table, watch_tables
 from oncefire.triggers import Trigger, check_function, function_name, make_options
 
 if TYPE_CHECKING:
@@ -35,16 +36,16 @@ class RowTriggers:
         raise NotImplementedError
 
     def _row(
-        self, kind: str, table: str, columns: Sequence[str] | None, options: dict[str, Any]
+        self, change: str, table: str, columns: Sequence[str] | None, options: dict[str, Any]
     ) -> Callable[[F], F]:
         name = options.pop("name", None)
         source = row_source(table, columns)
         opts = make_options(**options)
-        types = tuple(str(t) for t in ROW_KINDS[kind])
+        types = tuple(str(t) for t in ROW_CHANGES[change])
 
         def decorator(fn: F) -> F:
             check_function(fn)
-            self._add(Trigger(function_name(name, fn), fn, "row", source, types, opts))
+            self._add(Trigger(function_name(name, fn), fn, TriggerKind.ROW, source, types, opts))
             return fn
 
         return decorator
@@ -76,7 +77,9 @@ class RowTriggers:
         install or update the triggers of the tables the store's row functions name
         (idempotent; `oncefire migrate APP` does the same); one line per table changed."""
         self.migrate()
-        own = [parse_source(t.source)[0] for t in self.triggers.values() if t.kind == "row"]
+        own = [
+            parse_source(t.source)[0] for t in self.triggers.values() if t.kind is TriggerKind.ROW
+        ]
         return watch_tables(self.store, self.clock.now(), own)
 
     def unwatch_table(self, table: str) -> bool:

@@ -15,19 +15,21 @@ from typing import Any
 
 from oncefire.errors import ConfigError
 from oncefire.events import EventType
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.stores.base import FunctionEntry, Store
 from oncefire.stores.catalogue.tables import KINDS, Watch, shape_of
 
 log = logging.getLogger(__name__)
 
-ROW_KINDS: dict[str, tuple[str, ...]] = {
+# The event types each change a row trigger takes ("on_row_<change>").
+ROW_CHANGES: dict[str, tuple[str, ...]] = {
     "inserted": (EventType.ROW_INSERTED,),
     "updated": (EventType.ROW_UPDATED,),
     "deleted": (EventType.ROW_DELETED,),
     "written": (EventType.ROW_INSERTED, EventType.ROW_UPDATED, EventType.ROW_DELETED),
 }
-_KIND_OF = {EventType.ROW_INSERTED: "inserted", EventType.ROW_UPDATED: "updated"}
-_KIND_OF[EventType.ROW_DELETED] = "deleted"
+_CHANGE_OF = {EventType.ROW_INSERTED: "inserted", EventType.ROW_UPDATED: "updated"}
+_CHANGE_OF[EventType.ROW_DELETED] = "deleted"
 _NOT_IN_NAMES = set("/[],") | {chr(i) for i in range(32)}
 
 
@@ -80,24 +82,24 @@ def watches(functions: Sequence[FunctionEntry]) -> list[Watch]:
     """What each table named by a row function must capture: every kind of change some
     function takes; for updates, any column if one function takes them unfiltered, else the
     union of the filtered columns."""
-    kinds: dict[str, set[str]] = {}
+    changes: dict[str, set[str]] = {}
     columns: dict[str, set[str] | None] = {}
     for record in functions:
-        if record.kind != "row":
+        if record.kind != TriggerKind.ROW:
             continue
         table, filtered = parse_source(record.source)
-        taken = {_KIND_OF[EventType(t)] for t in record.event_types if t in _KIND_OF}
-        kinds.setdefault(table, set()).update(taken)
+        taken = {_CHANGE_OF[EventType(t)] for t in record.event_types if t in _CHANGE_OF}
+        changes.setdefault(table, set()).update(taken)
         if "updated" in taken:
             now = columns.get(table, set())
             columns[table] = None if filtered is None or now is None else now | set(filtered)
     return [
         Watch(
             table,
-            tuple(k for k in KINDS if k in kinds[table]),
+            tuple(k for k in KINDS if k in changes[table]),
             None if columns.get(table) is None else tuple(sorted(columns[table] or ())),
         )
-        for table in sorted(kinds)
+        for table in sorted(changes)
     ]
 
 

@@ -13,10 +13,12 @@ from oncefire.model.budgets import Budget
 from oncefire.model.paths import Pattern
 from oncefire.model.rates import RateLimit
 from oncefire.model.schedules import Schedule
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.retry import RetryPolicy, is_count, is_real
 from oncefire.tables import row_matches
 
-DOCUMENT_KINDS: dict[str, tuple[str, ...]] = {
+# The event types each change a document trigger takes ("on_document_<change>").
+DOCUMENT_CHANGES: dict[str, tuple[str, ...]] = {
     "created": (EventType.DOCUMENT_CREATED,),
     "updated": (EventType.DOCUMENT_UPDATED,),
     "deleted": (EventType.DOCUMENT_DELETED,),
@@ -26,6 +28,9 @@ DOCUMENT_KINDS: dict[str, tuple[str, ...]] = {
         EventType.DOCUMENT_DELETED,
     ),
 }
+
+
+_ROW = TriggerKind.ROW  # bound once: looked up on its enum class it costs more, per attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +79,10 @@ class Options:
                 f'budget={self.budget!r}: write budget="5000/day" or a dict such as '
                 'budget={"invocations": "5000/day", "failure_rate": 0.5, "min_attempts": 100}.'
             )
-        for kind in self.permanent_errors:
-            if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+        for error_type in self.permanent_errors:
+            if not (isinstance(error_type, type) and issubclass(error_type, BaseException)):
                 raise ConfigError(
-                    f"permanent_errors holds {kind!r}, which is not an exception type."
+                    f"permanent_errors holds {error_type!r}, which is not an exception type."
                 )
         if self.ordering not in (None, "document"):
             raise ConfigError(
@@ -124,7 +129,7 @@ class Trigger:
 
     name: str
     fn: Callable[..., Any]
-    kind: str  # "document", "row", "message", "schedule"
+    kind: TriggerKind
     source: str  # path pattern, table (and update filter: "orders[status]"), topic or schedule
     event_types: tuple[str, ...]
     options: Options
@@ -134,7 +139,7 @@ class Trigger:
     dead_letter_topic: str | None = None
     fields: tuple[str, ...] = ()  # an update starts it only if one of these changed
     attributes: tuple[tuple[str, str], ...] = ()  # a message starts it only if it carries these
-    # Whether the function is an `async def`: asked twice an attempt, so found once.
+    # Whether the function is an `async def`: asked twice per attempt, so found once.
     is_async: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -143,6 +148,7 @@ class Trigger:
                 f"The function of trigger {self.name!r} is {self.fn!r}, which cannot be called: "
                 "decorate a def."
             )
+        object.__setattr__(self, "kind", TriggerKind(self.kind))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
 
     def matches(self, event_type: str, source: str) -> dict[str, str] | None:
@@ -151,25 +157,25 @@ class Trigger:
             return None
         if self.pattern is not None:
             return self.pattern.match(source)
-        if self.kind == "row":
+        if self.kind is _ROW:
             return {} if row_matches(self.source, event_type, source) else None
         return {} if source == self.source else None
 
     def params_of(self, event: StoredEvent) -> dict[str, Any]:
         """event.params: the pattern's wildcards, or a row's primary key columns by name."""
-        if self.kind == "row":
+        if self.kind is _ROW:
             return dict(event.data.get("pk") or {})
         return self.matches(event.type, event.source) or {}
 
 
-def check_fields(kind: str, fields: Any) -> tuple[str, ...]:
-    """The `fields` filter of a document trigger of this kind, checked: a non-empty list or
-    tuple of dotted field paths, for update and written triggers only."""
+def check_fields(change: str, fields: Any) -> tuple[str, ...]:
+    """The `fields` filter of a document trigger of this change ("updated", ...), checked: a
+    non-empty list or tuple of dotted field paths, for update and written triggers only."""
     if fields is None:
         return ()
-    if kind not in ("updated", "written"):
+    if change not in ("updated", "written"):
         raise ConfigError(
-            f"fields= filters updates: on_document_{kind} does not take it (a creation or a "
+            f"fields= filters updates: on_document_{change} does not take it (a creation or a "
             "deletion changes every field). Use on_document_updated or on_document_written."
         )
     if not isinstance(fields, list | tuple) or not fields:
@@ -203,9 +209,9 @@ def make_options(**kwargs: Any) -> Options:
             "retried has no retry policy; drop retry=False to retry on the policy, or drop "
             "the policy."
         )
-    kinds = kwargs.get("permanent_errors")
-    if isinstance(kinds, list | set | frozenset):  # any collection of types will do
-        kwargs["permanent_errors"] = tuple(kinds)
+    error_types = kwargs.get("permanent_errors")
+    if isinstance(error_types, list | set | frozenset):  # any collection of types will do
+        kwargs["permanent_errors"] = tuple(error_types)
     if kwargs.get("budget") is not None and not isinstance(kwargs["budget"], Budget):
         kwargs["budget"] = Budget.parse(kwargs["budget"])
     return Options(**kwargs)
@@ -226,10 +232,10 @@ def function_name(name: Any, fn: Callable[..., Any]) -> str:
     return name
 
 
-def check_ordering(kind: str, options: Options) -> None:
+def check_ordering(kind: TriggerKind, options: Options) -> None:
     """ordering="document" orders by the event's document (or row): a message or schedule
     function has none, and would run one delivery at a time."""
-    if options.ordering == "document" and kind in ("message", "schedule"):
+    if options.ordering == "document" and kind in (TriggerKind.MESSAGE, TriggerKind.SCHEDULE):
         raise ConfigError(
             f'ordering="document" orders the deliveries of one document, and a {kind} '
             "function has no document: use ordering_key=callable to order by a key of the "

@@ -1,4 +1,4 @@
-"""A worker's attempt threads (flights.AttemptThreads): as many as its attempts in flight need,
+"""A worker's attempt threads (attempts.AttemptThreads): as many as its attempts in flight need,
 never more than its concurrency, and none left behind once it shuts down or is dropped; short
 attempts may wait for a thread, their timeout started when one takes them."""
 
@@ -10,7 +10,7 @@ import threading
 import time
 
 from oncefire import App
-from oncefire.engine.attempts import Flights
+from oncefire.engine.attempts import RunningAttempts
 from oncefire.engine.worker import Worker
 from oncefire.events import Event
 
@@ -94,7 +94,7 @@ def test_a_thread_runs_one_attempt_at_a_time_and_slow_ones_do_not_hold_up_others
 
 
 def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
-    # Flights of one slot given two attempts at once: one thread runs them one after the
+    # A worker of one slot given two attempts at once: one thread runs them one after the
     # other.
     release = threading.Event()
     ran: list[tuple[int, str]] = []
@@ -111,29 +111,29 @@ def test_more_attempts_than_threads_wait_for_a_free_one(app: App) -> None:
     taken = app.store.take_due(
         worker="w", now=now, lease_until=now + 30, limit=2, functions=["work"], caps={}
     )
-    flights = Flights(app.runtime, 1)
+    attempts = RunningAttempts(app.runtime, 1)
     try:
         for item in sorted(app.store.with_events(taken), key=lambda i: i.lease.delivery_id):
-            flights.start(item)
+            attempts.start(item)
         deadline = time.monotonic() + 0.3
         while time.monotonic() < deadline:
-            flights.collect(0.05)
+            attempts.collect(0.05)
         assert [n for n, _ in ran] == [0], "the second waits for the only thread"
         release.set()
         deadline = time.monotonic() + WAIT
-        while flights.running and time.monotonic() < deadline:
-            flights.collect(0.05)
+        while attempts.running and time.monotonic() < deadline:
+            attempts.collect(0.05)
         assert [n for n, _ in ran] == [0, 1]
         assert len({name for _, name in ran}) == 1
     finally:
         release.set()
-        flights.stop()
+        attempts.stop()
 
 
 def short_attempts(worker: Worker) -> Worker:
     """A worker that has learned its attempts are short, so they may wait for a thread."""
     for _ in range(20):
-        worker.flights.learn(0.0001)
+        worker.attempts.learn(0.0001)
     return worker
 
 
@@ -173,7 +173,7 @@ def test_short_attempts_wait_for_a_thread_their_timeout_started_when_it_takes_th
     try:
         assert worker.lease_and_start() == 3
         # One runs, two wait for the thread: the loop hands none of them over later.
-        assert len(worker.flights.running) == 3 and worker.flights.has_waiting()
+        assert len(worker.attempts.running) == 3 and worker.attempts.has_waiting()
         # The third waits 0.6 s, longer than its timeout, then runs 0.3 s: not a timeout.
         assert worker.drain()["succeeded"] == 3
         assert at_once.most == 1, "never more at once than the worker's concurrency"
@@ -201,7 +201,7 @@ def test_no_attempt_waits_for_a_thread_while_an_async_one_runs(app: App) -> None
     worker = short_attempts(Worker(app.runtime, concurrency=1))
     try:
         assert worker.lease_and_start() == 4
-        assert len(worker.flights.running) == 1, "the sync ones wait in the queue"
+        assert len(worker.attempts.running) == 1, "the sync ones wait in the queue"
         assert worker.drain()["succeeded"] == 4
         assert at_once.most == 1 and at_once.ran == ["slow", "quick", "quick", "quick"]
     finally:
@@ -220,10 +220,10 @@ def test_a_flight_says_it_ended_sync_or_async(app: App) -> None:
     worker = Worker(app.runtime, concurrency=2)
     try:
         assert worker.lease_and_start() == 2
-        flights = list(worker.flights.running.values())
+        running = list(worker.attempts.running.values())
         deadline = time.monotonic() + WAIT
-        while not all(f.is_done for f in flights) and time.monotonic() < deadline:
+        while not all(f.is_done for f in running) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert sorted(f.trigger.name for f in flights if f.is_done) == ["awaited", "plain"]
+        assert sorted(f.trigger.name for f in running if f.is_done) == ["awaited", "plain"]
     finally:
         worker.shutdown()

@@ -261,16 +261,16 @@ def test_a_worker_behind_on_its_purge_steps_again_before_its_next_sweep(
     monkeypatch.setattr(retention, "purge_step", one_round)
     worker = Worker(app.runtime)  # its next sweep is sweep_every (5 s) away
     try:
-        worker.keeper.tick()  # a sweep's step: one round of 2, rows left
+        worker.housekeeping.tick()  # a sweep's step: one round of 2, rows left
         assert app.purge(dry_run=True).deliveries == 6
-        assert worker.keeper.is_purge_behind
+        assert worker.housekeeping.is_purge_behind
         for _ in range(400):  # well within two seconds: each pause is 4 times a step
             worker.maintain()
-            if not worker.keeper.is_purge_behind:
+            if not worker.housekeeping.is_purge_behind:
                 break  # caught up: no step until the next sweep
             time.sleep(0.005)
         assert app.purge(dry_run=True).total() == 0
-        assert not worker.keeper.is_purge_behind
+        assert not worker.housekeeping.is_purge_behind
     finally:
         worker.shutdown()
 

@@ -19,7 +19,7 @@ def learned_worker(app: App, concurrency: int = 1) -> Worker:
     and marks started far ahead of its slots."""
     worker = Worker(app.runtime, concurrency=concurrency)
     for _ in range(20):
-        worker.flights.learn(0.0001)
+        worker.attempts.learn(0.0001)
     return worker
 
 

@@ -452,7 +452,7 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
         app.publish("t", {"name": "blocker"})
         app.publish("t", {"name": "queued"})
         assert first.lease_and_start() == 2  # the blocker runs, "queued" waits for the thread
-        assert first.flights.has_waiting()
+        assert first.attempts.has_waiting()
         wait_for("the blocker to start", lambda: "blocker" in runs)
         clock.advance(app.settings.lease + 1)  # both leases run out; another worker takes them
         second.rescue()
@@ -461,13 +461,13 @@ def test_a_queued_delivery_whose_renewal_failed_is_not_started(tmp_path: Path) -
         first.renew()  # fails for both: "queued" must never start here
         release.set()
         wait_for(
-            "the blocker to end", lambda: all(f.is_done for f in first.flights.running.values())
+            "the blocker to end", lambda: all(f.is_done for f in first.attempts.running.values())
         )
         first.collect(1.0)
         first.lease_and_start()
         wait_for(
             "the first worker to settle",
-            lambda: all(f.is_done for f in first.flights.running.values()),
+            lambda: all(f.is_done for f in first.attempts.running.values()),
         )
         assert runs.count("queued") == 1, runs
     finally:

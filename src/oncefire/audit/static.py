@@ -17,6 +17,7 @@ from oncefire.audit.effects import (
 )
 from oncefire.audit.findings import Finding
 from oncefire.audit.source import Scope, scopes_of
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.triggers import Trigger
 
 BROAD = frozenset({"Exception", "BaseException"})
@@ -44,7 +45,7 @@ def audit_trigger(trigger: Trigger, modules: tuple[str, ...] = OUTSIDE_MODULES) 
     found: list[Finding] = []
     all_writes = [(s, w) for s in scopes for w in writes(s)]
     outside = [(s, c) for s in scopes for c in outside_calls(s, modules)]
-    is_retried = trigger.options.retry and trigger.kind != "http"
+    is_retried = trigger.options.retry and trigger.kind.is_run_by_workers
     is_idempotent = hasattr(trigger.fn, "__oncefire_idempotent__")
     # What a retry would do again: a store write, a call outside, a publish. A function with
     # none (it prints, logs or only reads) has nothing to guard.
@@ -181,7 +182,7 @@ def is_read_modify_write(node: ast.AST) -> bool:
 
 def is_self_write(trigger: Trigger, write: Write) -> bool:
     """Whether a write can cause an event that starts the same function again."""
-    if trigger.kind != "document" or trigger.pattern is None:
+    if trigger.kind is not TriggerKind.DOCUMENT or trigger.pattern is None:
         return False
     causes = set(CAUSES[write.verb])
     if write.is_own or (write.verb == "set" and write.is_from_event):
@@ -204,7 +205,7 @@ def publishes(scopes: list[Scope]) -> Iterator[tuple[Scope, ast.Call]]:
 
 def self_publishes(trigger: Trigger, scopes: list[Scope]) -> Iterator[tuple[Scope, ast.Call]]:
     """`publish(topic, ...)` calls on the topic that starts the function."""
-    if trigger.kind != "message":
+    if trigger.kind is not TriggerKind.MESSAGE:
         return
     for scope, call in publishes(scopes):
         if call.args and literal(call.args[0]) == trigger.source:

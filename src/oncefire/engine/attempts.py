@@ -58,12 +58,12 @@ class DrainSummary:
 
 
 @dataclass(slots=True)
-class Flight:
+class RunningAttempt:
     """A delivery whose function runs on this worker."""
 
     leased: Leased
     trigger: Trigger
-    # time.monotonic() when its function is due to end, and when it started: a sync flight's
+    # time.monotonic() when its function is due to end, and when it started: a sync attempt's
     # are set when a thread takes it (infinite and its admission time until then).
     deadline: float
     started: float
@@ -80,28 +80,28 @@ class Flight:
         return {"delivery_id": self.leased.lease.delivery_id, "function": self.trigger.name}
 
 
-class Flights:
+class RunningAttempts:
     """The attempts running on one worker, and those that ended but are not written yet."""
 
     def __init__(self, rt: Runtime, concurrency: int) -> None:
         self.rt = rt
         self.slots = concurrency
-        self.running: dict[int, Flight] = {}  # by id(), those waiting for a thread included
-        self.ended: list[tuple[Flight, Ending]] = []  # ended, not written yet
+        self.running: dict[int, RunningAttempt] = {}  # by id(), those waiting for a thread included
+        self.ended: list[tuple[RunningAttempt, Ending]] = []  # ended, not written yet
         self.first_ended_at = 0.0  # time.monotonic() when the oldest of `ended` ended
         self.mean_duration: float | None = None  # of recent attempts, in seconds
-        # Ended flights, with how (None: cancelled unstarted) and when they ended.
+        # Ended attempts, with how (None: cancelled unstarted) and when they ended.
         self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self._threads = AttemptThreads(rt, self._done, concurrency)
         self._loop: EventLoopThread | None = None  # started with the first async attempt
 
     def ended_items(self) -> list[tuple[Trigger, Leased, Ending]]:
         """What writing the ended attempts needs: (trigger, delivery, ending) each."""
-        return [(flight.trigger, flight.leased, ending) for flight, ending in self.ended]
+        return [(attempt.trigger, attempt.leased, ending) for attempt, ending in self.ended]
 
     def ended_ids(self) -> set[int]:
         """The delivery ids of the ended attempts."""
-        return {flight.leased.lease.delivery_id for flight, _ in self.ended}
+        return {attempt.leased.lease.delivery_id for attempt, _ in self.ended}
 
     def has_room(self, item: Leased, waiting: int) -> bool:
         """Whether a leased delivery may start now: a slot is free, or its function is sync
@@ -120,15 +120,15 @@ class Flights:
         """Whether a sync attempt waits for a thread (its clock not started)."""
         return any(math.isinf(f.deadline) for f in self.running.values())
 
-    def take_waiting(self) -> list[Flight]:
+    def take_waiting(self) -> list[RunningAttempt]:
         """Take back the sync attempts no thread has started: they never ran."""
         waiting = self._threads.take_waiting()
         self._threads.busy -= len(waiting)
-        for flight in waiting:
-            del self.running[id(flight)]
+        for attempt in waiting:
+            del self.running[id(attempt)]
         return waiting
 
-    def start(self, item: Leased) -> Flight:
+    def start(self, item: Leased) -> RunningAttempt:
         """Start the function of a leased delivery (marked started in the store): at once,
         or, sync, when a thread is free."""
         trigger = self.rt.triggers[item.function]
@@ -138,17 +138,17 @@ class Flights:
             if self._loop is None:
                 self._loop = EventLoopThread()
             deadline = started + trigger.options.timeout + TIMEOUT_GRACE
-            flight = Flight(item, trigger, deadline, started, entered)
-            future = self._loop.submit(execution.run_async(self.rt, trigger, item, flight.entered))
+            attempt = RunningAttempt(item, trigger, deadline, started, entered)
+            future = self._loop.submit(execution.run_async(self.rt, trigger, item, attempt.entered))
             # O(1) per attempt, unlike wait() on them all; the time is when it ended, not
             # when the loop came to look.
-            future.add_done_callback(lambda f: self._done.put(async_done(flight, f)))
+            future.add_done_callback(lambda f: self._done.put(async_done(attempt, f)))
         else:
-            flight = Flight(item, trigger, math.inf, started, entered)
-            flight.held_until = item.started_at + self.rt.settings.lease
-            self._threads.run(flight)
-        self.running[id(flight)] = flight
-        return flight
+            attempt = RunningAttempt(item, trigger, math.inf, started, entered)
+            attempt.held_until = item.started_at + self.rt.settings.lease
+            self._threads.run(attempt)
+        self.running[id(attempt)] = attempt
+        return attempt
 
     def collect(self, timeout: float) -> int:
         """Wait up to timeout for attempts to end and set them aside for writing; how many
@@ -160,38 +160,38 @@ class Flights:
             done.append(self._done.get(timeout=timeout))
             while True:
                 done.append(self._done.get_nowait())
-        self._release_untaken([flight for flight, _, _ in done])
-        for flight, outcome, finished in done:
-            del self.running[id(flight)]
-            if not flight.trigger.is_async:
+        self._release_untaken([attempt for attempt, _, _ in done])
+        for attempt, outcome, finished in done:
+            del self.running[id(attempt)]
+            if not attempt.trigger.is_async:
                 self._threads.busy -= 1
             if outcome is not None:
-                self.learn(finished - flight.started)
-            if flight.is_settled or outcome is None:
+                self.learn(finished - attempt.started)
+            if attempt.is_settled or outcome is None:
                 # Its lease was lost: another worker owns the delivery now. The effects it had
                 # are recorded all the same.
-                self._complete_records(flight)
+                self._complete_records(attempt)
                 continue
             if crashes.PLANS and crashes.is_crashed(
-                self.rt, flight.trigger.name, flight.leased.lease.delivery_id
+                self.rt, attempt.trigger.name, attempt.leased.lease.delivery_id
             ):
                 continue  # a test's crash_after_effect: nothing of it is written
             if not self.ended:
                 self.first_ended_at = finished
-            self.ended.append((flight, ending_of(flight, outcome)))
+            self.ended.append((attempt, ending_of(attempt, outcome)))
         return len(done)
 
-    def _release_untaken(self, flights: Sequence[Flight]) -> None:
+    def _release_untaken(self, attempts: Sequence[RunningAttempt]) -> None:
         """Release the records acquired with the leases of attempts whose function was never
         called (too old, or cancelled before it started): their deliveries run again."""
         try:
-            leased_records.release(self.rt, [f.entered.deferred.take_acquired() for f in flights])
+            leased_records.release(self.rt, [f.entered.deferred.take_acquired() for f in attempts])
         except StoreError as exc:
             log.error("could not release the @idempotent records of unstarted attempts: %s", exc)
 
-    def _complete_records(self, flight: Flight) -> None:
+    def _complete_records(self, attempt: RunningAttempt) -> None:
         try:
-            write_completions(self.rt, flight.entered.deferred.take())
+            write_completions(self.rt, attempt.entered.deferred.take())
         except StoreError as exc:
             log.error("could not complete the @idempotent records of an attempt: %s", exc)
 
@@ -202,7 +202,7 @@ class Flights:
         else:
             self.mean_duration += (duration - self.mean_duration) * 0.1
 
-    def newly_overdue(self) -> list[Flight]:
+    def newly_overdue(self) -> list[RunningAttempt]:
         """Mark the attempts that just ran past their deadline overdue, and return them. They
         are not written yet: each keeps its lease and its max_instances slot until its thread
         ends, so its retry can never run beside it."""
@@ -212,45 +212,45 @@ class Flights:
             for f in self.running.values()
             if not (f.is_overdue or f.is_settled) and now >= f.deadline
         ]
-        for flight in late:
-            flight.is_overdue = True
+        for attempt in late:
+            attempt.is_overdue = True
             log.warning(
                 "%s attempt %d of event %s ran past its timeout of %s s",
-                flight.trigger.name,
-                flight.leased.attempt,
-                flight.leased.event.id,
-                flight.trigger.options.timeout,
-                extra=flight.log_extra(),
+                attempt.trigger.name,
+                attempt.leased.attempt,
+                attempt.leased.event.id,
+                attempt.trigger.options.timeout,
+                extra=attempt.log_extra(),
             )
         return late
 
-    def live(self) -> list[Flight]:
+    def live(self) -> list[RunningAttempt]:
         """The running attempts whose lease is still ours."""
         return [f for f in self.running.values() if not f.is_settled]
 
     def settle_lost(self, worker: str, kept: Collection[Lease], until: float) -> None:
         """Discard the results of running attempts whose lease is not among those kept:
         another worker owns their deliveries now. Those kept are held until `until`."""
-        for flight in self.live():
-            if flight.leased.lease in kept:
-                flight.held_until = until
+        for attempt in self.live():
+            if attempt.leased.lease in kept:
+                attempt.held_until = until
             else:
-                flight.is_settled = True
+                attempt.is_settled = True
                 log.warning(
                     "%s lost the lease of delivery %d",
                     worker,
-                    flight.leased.lease.delivery_id,
-                    extra=flight.log_extra(),
+                    attempt.leased.lease.delivery_id,
+                    extra=attempt.log_extra(),
                 )
 
     def write_overdue(self, worker: str) -> None:
         """Write a timeout for each attempt still running past its deadline."""
-        for flight in [f for f in self.live() if f.is_overdue]:
+        for attempt in [f for f in self.live() if f.is_overdue]:
             try:
                 # The records it completed so far; one it completes later is written at once.
-                completed = flight.entered.deferred.take()
-                ending = replace(timeout_ending(flight.trigger), completions=completed)
-                execution.write_ending(self.rt, flight.trigger, flight.leased, ending)
+                completed = attempt.entered.deferred.take()
+                ending = replace(timeout_ending(attempt.trigger), completions=completed)
+                execution.write_ending(self.rt, attempt.trigger, attempt.leased, ending)
             except StoreError as exc:
                 log.error("worker %s: %s; the lease will run out instead", worker, exc)
 
@@ -258,8 +258,8 @@ class Flights:
         """Stop starting attempts; threads still running are left to the process's exit, and
         the @idempotent records they complete are written at once (their endings may never
         be: their leases run out)."""
-        for flight in self.running.values():
-            self._complete_records(flight)
+        for attempt in self.running.values():
+            self._complete_records(attempt)
         self._threads.stop()
         if self._loop is not None:
             self._loop.stop()
@@ -275,13 +275,13 @@ def timeout_ending(trigger: Trigger) -> Ending:
     return Ending(Outcome.TIMEOUT, f"timed out after {trigger.options.timeout} s")
 
 
-def ending_of(flight: Flight, outcome: Ending | BaseException) -> Ending:
-    """How a flight ended (what its thread returned, or an error raised outside its
+def ending_of(attempt: RunningAttempt, outcome: Ending | BaseException) -> Ending:
+    """How an attempt ended (what its thread returned, or an error raised outside its
     function), with the @idempotent records it completed."""
-    completed = flight.entered.deferred.take()
-    if flight.is_overdue:
+    completed = attempt.entered.deferred.take()
+    if attempt.is_overdue:
         # Recorded only now that its thread ended: its retry never overlaps it.
-        ending = timeout_ending(flight.trigger)
+        ending = timeout_ending(attempt.trigger)
     elif isinstance(outcome, BaseException):  # a failed attempt, not a lost one
         ending = execution.outside_failure(outcome)
     else:
@@ -289,93 +289,95 @@ def ending_of(flight: Flight, outcome: Ending | BaseException) -> Ending:
     return replace(ending, completions=completed) if completed else ending
 
 
-# A flight that ended: how (its ending, an error raised outside its function, or None if it
+# An attempt that ended: how (its ending, an error raised outside its function, or None if it
 # was cancelled before it started) and when (time.monotonic()).
-Done = tuple[Flight, Ending | BaseException | None, float]
+Done = tuple[RunningAttempt, Ending | BaseException | None, float]
 
 
-def async_done(flight: Flight, future: Future[Ending]) -> Done:
-    """What the future of an async flight that is done says of it."""
-    flight.is_done = True
+def async_done(attempt: RunningAttempt, future: Future[Ending]) -> Done:
+    """What the future of an async attempt that is done says of it."""
+    attempt.is_done = True
     if future.cancelled():
-        return flight, None, time.monotonic()
+        return attempt, None, time.monotonic()
     error = future.exception()
-    return flight, future.result() if error is None else error, time.monotonic()
+    return attempt, future.result() if error is None else error, time.monotonic()
 
 
 class AttemptThreads:
     """The threads that run a worker's sync attempts, one at a time each, started as the
-    attempts in flight need them, up to `most` (more wait for a thread). A thread takes a
-    flight from a queue and puts it, ended, on the worker's done queue: no future, lock or
-    callback an attempt (a ThreadPoolExecutor makes all three for each; docs/performance.md).
+    running attempts need them, up to `most` (more wait for a thread). A thread takes an
+    attempt from a queue and puts it, ended, on the worker's done queue: no future, lock or
+    callback per attempt (a ThreadPoolExecutor makes all three for each; docs/performance.md).
     Daemon threads: one still running when the process exits is left to the exit; idle ones
     end with stop(), or once this object is gone."""
 
     def __init__(self, rt: Runtime, done: queue.SimpleQueue[Done], most: int) -> None:
         self.rt = rt
         self.most = most
-        self.busy = 0  # flights given to the threads and not collected yet
+        self.busy = 0  # attempts given to the threads and not collected yet
         self._done = done
-        self._work: queue.SimpleQueue[Flight | None] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[RunningAttempt | None] = queue.SimpleQueue()
         self._count = 0  # threads started
         weakref.finalize(self, self._work.put, None)
 
-    def run(self, flight: Flight) -> None:
-        """Run a flight's function in a thread until it ends."""
+    def run(self, attempt: RunningAttempt) -> None:
+        """Run an attempt's function in a thread until it ends."""
         self.busy += 1
-        # Each busy thread holds a flight not collected yet.
+        # Each busy thread holds an attempt not collected yet.
         if self.busy > self._count and self._count < self.most:
             name = f"oncefire-attempt_{self._count}"
             args = (self.rt, self._work, self._done)
             threading.Thread(target=_serve, args=args, name=name, daemon=True).start()
             self._count += 1
-        self._work.put(flight)
+        self._work.put(attempt)
 
-    def take_waiting(self) -> list[Flight]:
-        """Take the flights no thread has started out of their queue."""
+    def take_waiting(self) -> list[RunningAttempt]:
+        """Take the attempts no thread has started out of their queue."""
         waiting = []
         with suppress(queue.Empty):
-            while (flight := self._work.get_nowait()) is not None:
-                waiting.append(flight)
-            self._work.put(None)  # taken with the flights: passed on again
+            while (attempt := self._work.get_nowait()) is not None:
+                waiting.append(attempt)
+            self._work.put(None)  # taken with the attempts: passed on again
         return waiting
 
     def stop(self) -> None:
-        """Cancel the flights no thread has started, and let each thread end after the one
+        """Cancel the attempts no thread has started, and let each thread end after the one
         it runs."""
-        for flight in self.take_waiting():
-            self._done.put((flight, None, time.monotonic()))
+        for attempt in self.take_waiting():
+            self._done.put((attempt, None, time.monotonic()))
         self._work.put(None)
 
 
 def _serve(
-    rt: Runtime, work: queue.SimpleQueue[Flight | None], done: queue.SimpleQueue[Done]
+    rt: Runtime, work: queue.SimpleQueue[RunningAttempt | None], done: queue.SimpleQueue[Done]
 ) -> None:
-    """An attempt thread: run the flights it is given until told to end (by None, which it
-    passes on to the next thread). A flight's clock starts when a thread takes it; one whose
+    """An attempt thread: run the attempts it is given until told to end (by None, which it
+    passes on to the next thread). An attempt's clock starts when a thread takes it; one whose
     lease was lost or ran out while it waited (its process stopped, say) is not run."""
-    while (flight := work.get()) is not None:
-        if flight.is_settled or rt.clock.now() >= flight.held_until:
-            flight.is_done = True
-            done.put((flight, None, time.monotonic()))
+    while (attempt := work.get()) is not None:
+        if attempt.is_settled or rt.clock.now() >= attempt.held_until:
+            attempt.is_done = True
+            done.put((attempt, None, time.monotonic()))
             continue
-        flight.started = time.monotonic()
-        flight.deadline = flight.started + flight.trigger.options.timeout
+        attempt.started = time.monotonic()
+        attempt.deadline = attempt.started + attempt.trigger.options.timeout
         outcome: Ending | BaseException
         try:
-            outcome = execution.run(rt, flight.trigger, flight.leased, flight.entered)
+            outcome = execution.run(rt, attempt.trigger, attempt.leased, attempt.entered)
         except BaseException as exc:  # outside the function: run() classifies its errors
             outcome = exc
-        flight.is_done = True
-        done.put((flight, outcome, time.monotonic()))
+        attempt.is_done = True
+        done.put((attempt, outcome, time.monotonic()))
     work.put(None)
 
 
-def write_all(rt: Runtime, worker: str, ended: Sequence[tuple[Flight, Ending]]) -> Counter[str]:
+def write_all(
+    rt: Runtime, worker: str, ended: Sequence[tuple[RunningAttempt, Ending]]
+) -> Counter[str]:
     """Write ended attempts in one store transaction, or one at a time if that fails (one
     write the store refuses must not roll back its batch-mates' forever); the outcomes
     written."""
-    items = [(flight.trigger, flight.leased, ending) for flight, ending in ended]
+    items = [(attempt.trigger, attempt.leased, ending) for attempt, ending in ended]
     try:
         return execution.write_endings(rt, items)
     except Exception as exc:

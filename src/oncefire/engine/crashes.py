@@ -2,7 +2,7 @@
 worker died the moment the function returned. Nothing of the ending is written (not the
 attempt, not the @idempotent records it completed) and its lease is no longer renewed, so the
 delivery is rescued once the lease runs out and delivered again. Off (no plan, always outside
-tests) it costs one global read an attempt.
+tests) it costs one global read per attempt.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from oncefire.engine import exhaustion
 from oncefire.engine.attempt_event import build_event as build_event
 from oncefire.engine.runtime import CURRENT_RUNTIME
 from oncefire.errors import (
-    ClaimHeldError,
     PermanentError,
+    RecordHeldError,
     Retry,
     StoreUnavailableError,
     UndecodablePayloadError,
@@ -58,7 +58,7 @@ def describe(exc: BaseException) -> str:
 
 def classify(trigger: Trigger, exc: BaseException) -> Ending:
     """Map an exception raised by a function to an attempt outcome."""
-    if isinstance(exc, Retry | ClaimHeldError):  # transient even if permanent_errors match
+    if isinstance(exc, Retry | RecordHeldError):  # transient even if permanent_errors match
         return Ending(Outcome.FAILED, describe(exc), exc.delay)
     if isinstance(exc, (PermanentError, *trigger.options.permanent_errors)):
         return Ending(Outcome.PERMANENT, describe(exc))
@@ -119,7 +119,7 @@ def call(
             reads=ops.reads,
             writes=ops.writes,
         )
-    # Built once, not copied: a copy (dataclasses.replace) costs microseconds an attempt.
+    # Built once, not copied with dataclasses.replace (docs/performance.md, the worker's turn).
     return Ending(
         Outcome.SUCCEEDED,
         started_at=started_at,
@@ -183,7 +183,7 @@ class EventLoopThread:
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_forever()
-            # What is still running was handed back: cancel it, then close cleanly.
+            # What is still running was released: cancel it, then close cleanly.
             tasks = asyncio.all_tasks(self.loop)
             for task in tasks:
                 task.cancel()
@@ -239,8 +239,8 @@ def _finished_at(rt: Runtime, ending: Ending) -> float:
 
 
 def _complete(rt: Runtime, ending: Ending) -> Ending:
-    """A success as written: with its end time, and no error. Most already are, and a copy
-    costs microseconds an event inside the write transaction."""
+    """A success as written: with its end time, and no error. Most already are, and are
+    not copied (inside the write transaction: docs/performance.md)."""
     if ending.finished_at is not None and ending.error is None:
         return ending
     return replace(ending, error=None, finished_at=_finished_at(rt, ending))
@@ -285,7 +285,7 @@ def write_endings(rt: Runtime, items: Sequence[tuple[Trigger, Leased, Ending]]) 
         if successes:
             ended = rt.store.complete_many([(s[1].lease, _complete(rt, s[2])) for s in successes])
             warn_discarded([c for *_, e in successes for c in e.completions], ended.records)
-            is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once an event
+            is_logged = log.isEnabledFor(logging.DEBUG)  # asked once, not once per event
             for trigger, leased, _ in successes:
                 if leased.lease.delivery_id in ended.ids:
                     written[Outcome.SUCCEEDED] += 1
@@ -327,14 +327,14 @@ def _write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending)
     )
     result = replace(ending, finished_at=now)
     lease = leased.lease
-    parked_as = "dead letter"
+    ended_as = "dead letter"
     if decision.state == "succeeded":
         is_written = rt.store.complete(lease, result)
     elif decision.state == "pending":
         assert decision.run_at is not None
         is_written = rt.store.retry(lease, result, decision.run_at)
     else:  # a dead letter (full payload kept), or forwarded when something receives it
-        is_written, parked_as = exhaustion.park(
+        is_written, ended_as = exhaustion.end_exhausted(
             rt.store,
             trigger,
             leased,
@@ -350,7 +350,7 @@ def _write_ending(rt: Runtime, trigger: Trigger, leased: Leased, ending: Ending)
         what = f"{ending.outcome}: {_first_line(ending.error)}; next attempt in {wait:.1f} s"
         _log(trigger, leased, what, level=logging.WARNING)  # seen with no logging set up
     elif decision.state == "dead":
-        what = f"{ending.outcome}: {_first_line(decision.error)}; {parked_as}"
+        what = f"{ending.outcome}: {_first_line(decision.error)}; {ended_as}"
         _log(trigger, leased, what, level=logging.WARNING)
     else:
         _log(trigger, leased, "succeeded", level=logging.DEBUG)

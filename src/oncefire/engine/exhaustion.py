@@ -11,7 +11,7 @@ from oncefire.stores.base import Ending, Leased, Store
 from oncefire.triggers import Trigger
 
 
-def park(
+def end_exhausted(
     store: Store,
     trigger: Trigger,
     leased: Leased,
@@ -33,8 +33,8 @@ def park(
                 f"forwarded to topic {topic}"
             )
         error = f"not forwarded: nothing subscribes to dead-letter topic {topic}: {error}"
-        parked_as = f"dead letter (nothing subscribes to topic {topic})"
+        ended_as = f"dead letter (nothing subscribes to topic {topic})"
     else:
-        parked_as = "dead letter"
+        ended_as = "dead letter"
     error = ordering_note(store, trigger.options.ordered_by, leased, error)
-    return store.bury(leased.lease, result, error, None), parked_as
+    return store.bury(leased.lease, result, error, None), ended_as

@@ -1,24 +1,11 @@
-"""@idempotent records acquired with the lease of their deliveries: one statement a turn.
+"""@idempotent records acquired with the lease of their deliveries: one statement per turn.
 
-A worker's turn that leases deliveries of a function that is itself @idempotent, with the
-default key (the event id), acquires their records in the turn's transaction, in one
-statement, instead of one statement an attempt. The attempt finds its record held
-(Leased.acquired, handed to it in its Deferred) and runs; it acquires on its own when the turn
-could not (a live record exists: completed, held, or of another payload) or when it starts so
-late that the record's lease would end within the function's timeout. A custom key= is not
-computed by the worker: its attempts acquire their own.
-
-A record is leased from the turn for the function's lease; an attempt that starts more than
-idempotency.QUEUED_FOR seconds later acquires anew (a delivery waits about a second at most in
-its worker's queue). Its token names the delivery and the
-attempt ("<delivery id>.<attempt>.<random>"), so the records of deliveries that never ran are
-released by whoever hands them back: their worker (handed back unstarted, or its attempt
-ended before its function was called), or a rescuer that never saw the token (a dead
-worker's deliveries never started). A delivery that may have run keeps its record, as one its
-attempt acquired would be kept: one marked started (its retry waits for the record's lease
-and TAKE_OVER_AFTER), and one marked ahead (its function may have been entered before a
-commit could confirm it), handed back uncharged, due when its record may be taken over. So a
-stalled worker that wakes up meanwhile does not repeat the effect beside it.
+When a turn leases deliveries of a function that is itself @idempotent with the default key
+(the event id), it acquires their records in the same transaction; an attempt finds its
+record held (Leased.acquired) and runs, or acquires its own when the turn could not or when
+it starts later than idempotency.QUEUED_FOR. A record's token starts "<delivery>.<attempt>.",
+so whoever releases a delivery that never ran releases its record too (release,
+release_rescued); a delivery that may have run keeps it (takeable_at).
 """
 
 from __future__ import annotations
@@ -108,7 +95,9 @@ def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
     """When the record a stopped worker acquired with a rescued delivery's lease may be taken
     over, at the latest (None: its function has none). It was acquired with the lease, at
     least the worker's lease (settings.lease) before now, for the @idempotent lease; then
-    TAKE_OVER_AFTER lets its holder, perhaps alive, complete it first."""
+    TAKE_OVER_AFTER lets its holder, perhaps alive, complete it first. A rescued delivery
+    that may have run (marked ahead) keeps its record and is due then, so a stalled worker
+    that wakes up meanwhile does not repeat the effect beside it."""
     spec = _registered_spec(rt, item.function)
     if spec is None:
         return None
@@ -117,7 +106,7 @@ def takeable_at(rt: Runtime, item: Leased, now: float) -> float | None:
 
 def release_rescued(rt: Runtime, items: Sequence[Leased]) -> None:
     """Release the records a stopped worker acquired with the leases of deliveries it never
-    started, handed back to run again uncharged."""
+    started, released to run again uncounted."""
     held = []
     for item in items:
         spec = _registered_spec(rt, item.function)

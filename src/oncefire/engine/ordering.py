@@ -1,12 +1,10 @@
 """Ordering: the deliveries of one key run one at a time, in event order.
 
-The key is a document's path (`ordering="document"`: the store sets it when the delivery is
-written, migration 12) or what the function's `ordering_key` callable returns (migration 14:
-the delivery is written with the key '', "not computed yet", and a worker serving the
-function computes it before its lease, so the key never depends on which process wrote the
-event). A lease passes over a delivery while an earlier one of its key is pending or running,
-and never leases one whose key is not computed. A failing delivery so holds back its key until
-it succeeds or becomes a dead letter; then the next runs, and the dead letter says which.
+The key is a document's path (`ordering="document"`, set by the store on insert) or what the
+function's `ordering_key` returns (computed by a worker serving it before its lease; '' until
+then, and never leased so). A lease passes over a delivery while an earlier one of its key
+is pending or running: a failing delivery holds its key back until it succeeds or becomes a
+dead letter, which names the later events that then run past it.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ INTERVAL = 5.0  # seconds between two progress lines of one worker
 
 
 class Progress:
-    """Logs at INFO, at most once an INTERVAL, how many attempts a worker ran, how fast,
+    """Logs at INFO, at most once per INTERVAL, how many attempts a worker ran, how fast,
     and how many deliveries of its functions are still pending. Silent while idle: the
     backlog is read only when attempts ended since the last line."""
 

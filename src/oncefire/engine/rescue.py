@@ -1,5 +1,5 @@
-"""The leases a worker gives up (handed back, never started) and those a stopped worker left
-(rescued: charged a crashed attempt if its function may have run)."""
+"""The leases a worker gives up (released, never started) and those a stopped worker left
+(rescued: counted as a crashed attempt if its function may have run)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,10 @@ RESCUE_BATCH = 256  # leases re-leased to a rescuer per statement
 
 def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
     """For each delivery whose lease ran out: write a crashed attempt (and retry or bury it)
-    if its function was started, or hand it back uncounted if it never was or if it was marked
-    started a wave ahead (then solo). Each is first
-    re-leased to this worker in one atomic statement, so two rescuers never take the same
-    delivery; batches are taken until none is left. Returns (leases that ran out, crashed
-    attempts written)."""
+    if its function was started, or release it uncounted if it never was or if it was marked
+    ahead (then solo). Each is first re-leased to this worker in one atomic statement, so two
+    rescuers never take the same delivery; batches are taken until none is left. Returns
+    (leases that ran out, crashed attempts written)."""
     taken = crashed = 0
     while True:
         now = rt.clock.now()
@@ -43,12 +42,10 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
         unstarted = [item.lease for item in expired if not item.is_started]
         if unstarted:
             released = rt.store.release(unstarted)
-            log.info(
-                "handed back %d delivery(ies) a stopped worker held but never started", released
-            )
-        # Marked started a wave ahead, with others: whether each ran, or which one ended the
-        # process, is not known. Handed back uncharged; each runs alone from now on, and is
-        # charged if it crashes alone. The records acquired with their lease are kept (one may
+            log.info("released %d delivery(ies) a stopped worker held but never started", released)
+        # Marked ahead, with others: whether each ran, or which one ended the process, is
+        # not known. Released uncounted; each runs alone from now on, and counts
+        # as crashed if it crashes alone. The records acquired with their lease are kept (one may
         # have run): each is due when its record may be taken over.
         ahead: dict[float | None, list[Lease]] = {}
         for item in expired:
@@ -56,7 +53,7 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
                 ahead.setdefault(leased_records.takeable_at(rt, item, now), []).append(item.lease)
         for run_at, leases in ahead.items():
             released = rt.store.release(leases, is_solo=True, run_at=run_at)
-            log.info("handed back %d delivery(ies) a stopped worker marked ahead", released)
+            log.info("released %d delivery(ies) a stopped worker marked ahead", released)
         for item in expired:
             if item.is_started and not item.is_ahead:
                 ending = Ending(
@@ -68,19 +65,19 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
             return taken, crashed
 
 
-def hand_back(rt: Runtime, worker: str, leases: Sequence[Lease]) -> None:
-    """Hand back, uncounted, deliveries leased here that never started."""
+def release_unstarted(rt: Runtime, worker: str, leases: Sequence[Lease]) -> None:
+    """Release, uncounted, deliveries leased here that never started; never raises."""
     if not leases:
         return
     try:
         released = rt.store.release(leases)
     except StoreError as exc:
         log.error(
-            "worker %s could not hand back %d delivery(ies) (%s): their leases will run out "
+            "worker %s could not release %d delivery(ies) (%s): their leases will run out "
             "and they will run elsewhere",
             worker,
             len(leases),
             exc,
         )
     else:
-        log.info("worker %s handed back %d unstarted delivery(ies)", worker, released)
+        log.info("worker %s released %d unstarted delivery(ies)", worker, released)

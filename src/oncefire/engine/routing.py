@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from oncefire.engine.ordering import key_deliveries
 from oncefire.errors import StoreError
 from oncefire.features import retention
-from oncefire.features.budget_guard import Brake
+from oncefire.features.budget_guard import BudgetGuard
 from oncefire.model.outbox import subscribers
 from oncefire.operations.functions import Functions
 from oncefire.tables import warn_changed_tables
@@ -98,13 +98,13 @@ def _routes(
     return routes
 
 
-class Keeper:
-    """Runs the housekeeping above from a worker's sweep, and holds its brake."""
+class Housekeeping:
+    """Runs the housekeeping above from a worker's sweep, and holds its budget guard."""
 
     def __init__(self, rt: Runtime, functions: Sequence[str]) -> None:
         self.rt = rt
         self.functions = list(functions)
-        self.brake = Brake(rt, self.functions)
+        self.budgets = BudgetGuard(rt, self.functions)
         self.keyed = {  # the functions ordered by a computed key: their workers key them
             name: t
             for name, t in rt.triggers.items()
@@ -117,7 +117,7 @@ class Keeper:
     def leasable(self, functions: Sequence[str]) -> list[str]:
         """The functions a lease may take now (not paused), with the ordering keys of their
         new deliveries computed first (a delivery is leased only once it has its key)."""
-        runnable = self.brake.runnable(functions)
+        runnable = self.budgets.runnable(functions)
         keyed = {name: self.keyed[name] for name in runnable if name in self.keyed}
         key_deliveries(self.rt.store, keyed, self.rt.clock.now())
         return runnable

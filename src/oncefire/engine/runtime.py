@@ -148,7 +148,7 @@ class Runtime:
         records = [
             FunctionEntry(
                 t.name,
-                t.kind,
+                str(t.kind),  # the value, whatever a driver makes of an enum
                 t.source,
                 t.event_types,
                 now,
@@ -157,7 +157,7 @@ class Runtime:
                 t.attributes,
             )
             for t in triggers
-            if t.kind != "http"
+            if t.kind.is_run_by_workers
         ]
         if records and self._store is not None:
             self._store.register_functions(records)

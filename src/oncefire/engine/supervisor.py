@@ -1,12 +1,10 @@
 """Serve an app: N worker processes, each restarted when it dies, all stopped on SIGTERM.
 
-The supervisor imports the app once (so a mistake is one clear line before anything starts),
-then runs each worker as a child `python -m oncefire.engine.supervisor APP` (worker_process.py). A
-child that dies is started again after a short backoff that grows while it keeps dying young,
-so a crash loop does not spin. SIGTERM or SIGINT, at any moment from the start (the app still
-loading, children still starting), stops the forking and is passed on to every child, which
-stops leasing, lets its attempts finish and hands back the rest; the supervisor exits within
-the shutdown grace, killing what is left then. A child whose supervisor died exits by itself.
+The app is imported once first (a mistake is one clear line before anything starts); each
+worker is a child `python -m oncefire.engine.supervisor APP` (worker_process.py), started
+again after a backoff that grows while it keeps dying young. SIGTERM or SIGINT, at any moment,
+is passed on to every child (which releases what it has not started and lets its attempts
+finish); what is left after the shutdown grace is killed. A child whose supervisor died exits.
 """
 
 from __future__ import annotations
@@ -81,10 +79,10 @@ class StopSignals:
             self._previous[signum] = signal.signal(signum, self._request_stop)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> bool:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
-        if kind is not None and issubclass(kind, StopRequested):
+        if error_type is not None and issubclass(error_type, StopRequested):
             log.info("stopped while loading the app: no worker process was started")
             return True
         return False

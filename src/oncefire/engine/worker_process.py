@@ -104,7 +104,7 @@ def _watch_parent(holder: list[Worker], parent: int) -> None:
             return
         pause.wait(PARENT_CHECK)
     if not holder:
-        os._exit(0)  # still loading the app: nothing to hand back
+        os._exit(0)  # still loading the app: nothing to release
     log.error("the supervisor of worker %s is gone: stopping", holder[0].name)
     holder[0].stop_requested.set()
 

@@ -1,4 +1,4 @@
-"""The brake: enforces per-function budgets (budgets.py: `budget="5000/day"`, or a failure-rate
+"""Budget guard: enforces per-function budgets (budgets.py: `budget="5000/day"`, or a failure-rate
 trip), fires their alerts, and keeps the paused set a worker leaves out of its leases. A paused
 function keeps its deliveries pending; nothing of it runs."""
 
@@ -24,7 +24,7 @@ BUDGET_REASON = "budget"
 FAILURE_REASON = "failure rate"
 
 
-class Brake:
+class BudgetGuard:
     """What a worker may lease: its functions minus the paused ones, each budgeted function
     capped at what is left of its budget (tripping it pauses the function and alerts once)."""
 

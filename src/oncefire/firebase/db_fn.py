@@ -22,6 +22,7 @@ from oncefire.firebase.db.values import check_key, shown
 from oncefire.firebase.registration.apps import default_app
 from oncefire.firebase.registration.cloudevent import Change, CloudEvent, adapt
 from oncefire.model.paths import Pattern
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.triggers import Trigger, check_function, make_options
 
 __all__ = [
@@ -117,7 +118,7 @@ def _register(kind: str, given: dict[str, Any]) -> Callable[[F], F]:
             Trigger(
                 name=fn.__name__,
                 fn=adapt(fn, _converter(kind)),
-                kind="database",
+                kind=TriggerKind.DATABASE,
                 source=pattern.text,
                 event_types=tuple(str(t) for t in KINDS[kind]),
                 options=make_options(**opts),

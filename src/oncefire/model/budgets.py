@@ -1,5 +1,5 @@
 """Budgets: `budget="5000/day"` (attempts a UTC hour or day), or a failure-rate trip, as the
-function's options hold them; the brake (brake.py) enforces them."""
+function's options hold them; features/budget_guard.py enforces them."""
 
 from __future__ import annotations
 

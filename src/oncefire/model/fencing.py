@@ -25,7 +25,7 @@ CURRENT_LEASE: ContextVar[Lease | None] = ContextVar("oncefire_lease", default=N
 
 class Holding:
     """Within the block, store transactions in this context are fenced by `lease`. A class,
-    as lineage.Running, entered once an attempt."""
+    as lineage.Running, entered once per attempt."""
 
     __slots__ = ("_lease", "_token")
 

@@ -1,17 +1,10 @@
-"""The value keys of a field index: text that sorts as the values do.
+"""The value keys of a field index: text that sorts as the values do (Firestore's order).
 
-Values order as in Firestore, type by type: null, booleans, numbers, times, strings, then
-anything else: GeoPoints (by latitude, then longitude) before lists and maps (by their
-JSON). A key is the type's rank, a colon, then text that sorts within the type: numbers and
-times as the 16 hex digits of an order-preserving transform of their float64, strings as
-themselves (UTF-8 bytes sort as code points), the rest as the text `rank` compares. So every
-key of rank r lies in [f"{r}:", f"{r};"), and a range filter or an order on a field is a
-range walk of its index.
-
-Keys are exact for everything but integers past 2**53 (keyed by their nearest float) and,
-on PostgreSQL, strings past 256 characters (its B-tree holds the first 256): a query checks
-every filter again in Python, so the results are exact; only the order among such values
-can differ.
+A key is the type's rank (null, booleans, numbers, times, strings, GeoPoints, lists and
+maps), a colon, then text that sorts within the type: numbers and times as 16 hex digits of
+an order-preserving transform of their float64, strings as themselves. Every key of rank r
+lies in [f"{r}:", f"{r};"), so a range filter is a range walk. Integers past 2**53 and, on
+PostgreSQL, strings past 256 characters key inexactly: queries check filters again in Python.
 """
 
 from __future__ import annotations
@@ -65,26 +58,26 @@ def _as_float(number: int | float) -> float:
 
 def index_key(value: Any) -> str:
     """The key of a value in a field index (1 and 1.0 are the same key)."""
-    kind, inner = rank(value)
-    if kind == NULL:
+    type_rank, inner = rank(value)
+    if type_rank == NULL:
         return f"{NULL}:"
-    if kind == BOOL:
+    if type_rank == BOOL:
         return f"{BOOL}:{int(inner)}"
-    if kind == NUMBER:
+    if type_rank == NUMBER:
         return f"{NUMBER}:{float_key(_as_float(inner))}"
-    if kind == TIME:
+    if type_rank == TIME:
         return f"{TIME}:{float_key(value.astimezone(UTC).timestamp())}"
-    return f"{kind}:{inner}"
+    return f"{type_rank}:{inner}"
 
 
-def first_of(kind: int) -> str:
+def first_of(type_rank: int) -> str:
     """A bound at or below every key of a type."""
-    return f"{kind}:"
+    return f"{type_rank}:"
 
 
-def past(kind: int) -> str:
+def past(type_rank: int) -> str:
     """A bound above every key of a type."""
-    return f"{kind};"
+    return f"{type_rank};"
 
 
 def expired_ranges(now: float) -> tuple[tuple[str, str], tuple[str, str]]:

@@ -1,14 +1,10 @@
 """Lineage: the chain of function writes an event belongs to, so that a loop is stopped.
 
-An event written outside any function is a root (no root id, depth 0). While a function runs
-an event, every event it writes (a document write, `tx.publish`, `app.publish`) inherits that
-event's root and one more depth; an event that reaches `Settings.max_event_depth` (16, as AWS
-Lambda's recursion detection) is stored, but its deliveries are dead letters at once. The
-running attempt sets the lineage in a context variable; the outbox reads it.
-
-A document event also records who wrote it, when the context says so (`written_by`): a
-signed-in user of a callable, an unauthenticated caller or the CLI, or "system" for a write
-made while an event function runs (what Firebase's `*_with_auth_context` triggers read).
+An event written outside any function is a root (depth 0); each event a running function
+writes inherits its event's root and one more depth, and at `Settings.max_event_depth` its
+deliveries are dead letters at once. The running attempt sets the lineage in a context
+variable; the outbox reads it. A document event also records who wrote it (`written_by`):
+a callable's user, an unauthenticated caller, the CLI, or "system" inside an event function.
 """
 
 from __future__ import annotations
@@ -83,7 +79,7 @@ def inherited(event: StoredEvent, max_depth: int) -> Lineage:
 
 class Running:
     """Within the block, events written in this context descend from `event`. A class, not a
-    generator: it is entered once an attempt, and a generator's context manager does more
+    generator: it is entered once per attempt, and a generator's context manager does more
     work on each entry."""
 
     __slots__ = ("_lineage", "_token")

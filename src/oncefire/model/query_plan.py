@@ -36,10 +36,10 @@ def key_range(field: str, filters: Sequence[Filter]) -> tuple[str, str]:
     for name, op, value in filters:
         if name != field or op not in ("==", *RANGES):
             continue
-        key, kind = index_key(value), rank(value)[0]
+        key, type_rank = index_key(value), rank(value)[0]
         # > and < keep their bound in the range: every filter is checked again in Python.
-        lo = max(lo, key if op in ("==", ">", ">=") else first_of(kind))
-        hi = min(hi, key if op in ("==", "<", "<=") else past(kind))
+        lo = max(lo, key if op in ("==", ">", ">=") else first_of(type_rank))
+        hi = min(hi, key if op in ("==", "<", "<=") else past(type_rank))
     return lo, hi
 
 

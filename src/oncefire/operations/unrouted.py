@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from oncefire.errors import ConfigError
 from oncefire.model.paths import Pattern, check_id
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.stores.base import Store
 from oncefire.stores.catalogue import awaited as stored
 from oncefire.stores.reads import Awaited
@@ -25,7 +26,12 @@ from oncefire.tables import parse_source
 
 __all__ = ["Awaited", "UnroutedReport", "await_functions", "ignore", "keep", "report"]
 
-LABELS = {"document": "collection", "message": "topic", "row": "table"}
+# What the origin of an unrouted event of each kind is called in a warning.
+LABELS: dict[str, str] = {
+    TriggerKind.DOCUMENT: "collection",
+    TriggerKind.MESSAGE: "topic",
+    TriggerKind.ROW: "table",
+}
 _ONE = "[^/]+"
 
 
@@ -57,15 +63,19 @@ def document_source(pattern: str) -> str:
 
 
 def trigger_source(kind: str, source: str) -> tuple[str, str] | None:
-    """(kind, source) a function of this kind and stored source awaits; None for schedules
-    and HTTP functions, whose events exist only while the function does."""
-    if kind == "document":
-        return kind, document_source(source)
-    if kind == "message":
-        return kind, source
-    if kind == "row":
-        return kind, parse_source(source)[0]
-    return None
+    """(kind, source) a function of this kind and stored source awaits; None for schedules,
+    HTTP functions and Realtime Database values, whose events are not kept unrouted."""
+    match TriggerKind(kind):
+        case TriggerKind.DOCUMENT:
+            return TriggerKind.DOCUMENT, document_source(source)
+        case TriggerKind.MESSAGE:
+            return TriggerKind.MESSAGE, source
+        case TriggerKind.ROW:
+            return TriggerKind.ROW, parse_source(source)[0]
+        case TriggerKind.SCHEDULE | TriggerKind.HTTP | TriggerKind.DATABASE:
+            return None
+        case unknown:
+            assert_never(unknown)
 
 
 def named_sources(name: str) -> list[tuple[str, str]]:
@@ -75,12 +85,16 @@ def named_sources(name: str) -> list[tuple[str, str]]:
         raise ConfigError(f"keep_unrouted takes topic or collection names; got {name!r}.")
     if "/" not in name.strip("/") and "{" not in name:
         bare = check_id(name, "topic or collection")
-        return [("message", bare), ("document", f"{bare}/{{}}"), ("row", bare)]
+        return [
+            (TriggerKind.MESSAGE, bare),
+            (TriggerKind.DOCUMENT, f"{bare}/{{}}"),
+            (TriggerKind.ROW, bare),
+        ]
     path = name.strip("/")
     pattern = Pattern.parse(path, depth="any")
     if pattern.rest is None and len(pattern.segments) % 2:
         path += "/{oncefire_id}"  # a collection: its documents
-    return [("document", document_source(path))]
+    return [(TriggerKind.DOCUMENT, document_source(path))]
 
 
 def _regex(source: str) -> re.Pattern[str]:
@@ -97,9 +111,9 @@ def is_awaited(kind: str, origin: str, awaited: Iterable[Awaited]) -> bool:
     for a in awaited:
         if a.kind != kind:
             continue
-        if kind == "document" and _regex(a.source).fullmatch(f"{origin}/x"):
+        if kind == TriggerKind.DOCUMENT and _regex(a.source).fullmatch(f"{origin}/x"):
             return True
-        if kind != "document" and a.source == origin:
+        if kind != TriggerKind.DOCUMENT and a.source == origin:
             return True
     return False
 

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Scope
 
-from oncefire.errors import ClaimHeldError, FunctionError, PermanentError
+from oncefire.errors import FunctionError, PermanentError, RecordHeldError
 from oncefire.events import Event
 from oncefire.web.requests import Attempt, Slots, run_sync, start_attempt
 
@@ -211,7 +211,7 @@ class Endpoints:
             ending = await asyncio.to_thread(attempt.failed, exc)
             if isinstance(exc, ErrorResponse):
                 return exc.response
-            if isinstance(exc, ClaimHeldError):
+            if isinstance(exc, RecordHeldError):
                 wait = max(1, round(exc.delay or RETRY_AFTER_SECONDS))
                 return error(
                     409, "conflict", str(exc), event_id=event_id, headers={"Retry-After": wait}

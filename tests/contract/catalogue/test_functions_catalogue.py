@@ -82,6 +82,6 @@ def test_a_worker_warns_about_stored_functions_it_does_not_serve(
         pass
 
     with caplog.at_level(logging.WARNING):
-        Worker(other.runtime).keeper.warn_unserved()
+        Worker(other.runtime).housekeeping.warn_unserved()
     [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "does not serve, with pending deliveries: send (1);" in line

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from oncefire import App
 from oncefire.cli import main
-from oncefire.engine.routing import Keeper
+from oncefire.engine.routing import Housekeeping
 from oncefire.errors import ConfigError
 from oncefire.events import Event, RowChange
 from oncefire.testing import TestClock, deliver, make_event
@@ -240,7 +240,9 @@ def test_a_column_added_under_a_live_app(
         return
     assert "channel" not in seen[0]  # made before the column: SQLite triggers name columns
     with caplog.at_level(logging.WARNING, logger="oncefire.tables"):
-        Keeper(app.runtime, list(app.triggers)).warn_unserved()  # what a worker says at its start
+        Housekeeping(
+            app.runtime, list(app.triggers)
+        ).warn_unserved()  # what a worker says at its start
     changed = [r.getMessage() for r in caplog.records if "changed since" in r.getMessage()]
     assert len(changed) == 1 and "oncefire migrate" in changed[0]
     rules = [f.rule for f in app.audit().findings]

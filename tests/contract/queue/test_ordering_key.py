@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire.engine.routing import Keeper, offer_unrouted
+from oncefire.engine.routing import Housekeeping, offer_unrouted
 from oncefire.errors import ConfigError
 from oncefire.events import Event
 from oncefire.testing import TestClock
@@ -36,7 +36,7 @@ def register(
 def lease(app: App, worker: str) -> list[tuple[str, int]]:
     """Key and lease what is due, as a worker's lease does; (customer, n) of each leased."""
     now = app.clock.now()
-    functions = Keeper(app.runtime, ["log"]).leasable(["log"])
+    functions = Housekeeping(app.runtime, ["log"]).leasable(["log"])
     taken = app.store.lease_due(
         worker=worker, now=now, lease_until=now + 30, limit=50, functions=functions, caps={}
     )

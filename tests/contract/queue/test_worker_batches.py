@@ -26,7 +26,7 @@ def test_a_second_worker_gets_work_while_the_first_runs_slow_attempts(app: App) 
         app.publish("slow", {"n": n})
     first, second = Worker(app.runtime, concurrency=2), Worker(app.runtime, concurrency=2)
     for _ in range(50):
-        first.flights.learn(2.0)  # it has seen slow attempts: it must not hoard the backlog
+        first.attempts.learn(2.0)  # it has seen slow attempts: it must not hoard the backlog
     try:
         assert first.lease_and_start() == 2
         assert second.lease_and_start() == 2
@@ -46,7 +46,7 @@ def test_a_worker_of_short_attempts_leases_ahead_of_its_slots(app: App) -> None:
             app.publish("quick", {"n": n})
     worker = Worker(app.runtime, concurrency=2)
     for _ in range(50):
-        worker.flights.learn(0.0001)
+        worker.attempts.learn(0.0001)
     try:
         assert worker.lease_and_start() == 100  # one transaction for the backlog, not 50
     finally:
@@ -64,9 +64,9 @@ def test_a_worker_whose_attempts_turned_slow_leaves_the_backlog_to_another(app: 
         app.publish("slow", {"n": n})
     first, second = Worker(app.runtime, concurrency=2), Worker(app.runtime, concurrency=2)
     for _ in range(1000):
-        first.flights.learn(0.0001)  # its attempts were short: it would lease ahead ...
+        first.attempts.learn(0.0001)  # its attempts were short: it would lease ahead ...
     for _ in range(30):
-        first.flights.learn(2.0)  # ... but the last 30 were slow (the mean of all is 58 ms)
+        first.attempts.learn(2.0)  # ... but the last 30 were slow (the mean of all is 58 ms)
     try:
         assert first.lease_and_start() == 2
         assert second.lease_and_start() == 2

@@ -76,7 +76,7 @@ def prefetching(app: App, concurrency: int = 1) -> Worker:
     """A worker that has learned its attempts are short, so it leases ahead of its slots."""
     worker = Worker(app.runtime, concurrency=concurrency)
     for _ in range(20):
-        worker.flights.learn(0.0001)
+        worker.attempts.learn(0.0001)
     return worker
 
 
@@ -264,7 +264,7 @@ def test_a_queued_delivery_whose_lease_was_lost_is_dropped_before_it_starts(
     ids = publish(first, {"block": True}, {"n": 1}, {"n": 2})
     worker = prefetching(first)
     assert worker.lease_and_start() == 3  # one running, two waiting for its thread
-    assert worker.flights.has_waiting()
+    assert worker.attempts.has_waiting()
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # this worker stalls past its leases; another rescues them all
     second.drain()
@@ -285,7 +285,7 @@ def test_shutdown_keeps_the_lease_of_an_attempt_still_running(
     running, queued = publish(first, {"block": True}, {"n": 1})
     worker = prefetching(first)
     assert worker.lease_and_start() == 2
-    assert worker.flights.has_waiting()  # the queued one waits for the only thread
+    assert worker.attempts.has_waiting()  # the queued one waits for the only thread
     assert runs.started.wait(WAIT)
     worker.shutdown()
     assert first.store.delivery_states(running)[0][1:] == ("running", 1)
@@ -435,7 +435,7 @@ def test_deliveries_a_dead_worker_held_but_never_started_are_not_charged(
     blocked, *queued = publish(first, {"block": True}, *({"n": n} for n in range(5)))
     worker = prefetching(first)
     assert worker.lease_and_start() == 6  # one running, five waiting for its thread
-    assert worker.flights.has_waiting()
+    assert worker.attempts.has_waiting()
     assert runs.started.wait(WAIT)
     clock.advance(LEASE + 1)  # its process dies (this worker is never used again)
     second.drain()
@@ -460,7 +460,7 @@ def test_a_delivery_leased_to_wait_for_a_busy_thread_is_not_charged_when_its_wor
     # No slot is free, but attempts end: it is leased to wait for the thread, marked ahead
     # (whether it ran is not known if the worker dies), not started.
     assert worker.lease_and_start() == 1
-    assert worker.flights.has_waiting()
+    assert worker.attempts.has_waiting()
     clock.advance(LEASE + 1)  # its process dies (this worker is never used again)
     second.drain()
     runs.release()

@@ -164,7 +164,7 @@ def test_a_completion_after_its_attempt_was_written_is_written_at_once(app: App)
         assert outcomes(app, event.id, "charge") == ["timeout"]
         go_on.set()
         deadline = time.monotonic() + WAIT
-        while worker.flights.running and time.monotonic() < deadline:
+        while worker.attempts.running and time.monotonic() < deadline:
             worker.collect(0.05)
         record = record_of(app, event.id, helper="charge_once")
         assert record is not None and record.status == "completed"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from oncefire import App, ClaimHeldError, Increment, PayloadMismatchError
+from oncefire import App, Increment, PayloadMismatchError, RecordHeldError
 from oncefire.clock import to_datetime
 from oncefire.events import Event
 from oncefire.idempotency import (
@@ -136,7 +136,7 @@ class IdempotencyMachine(RuleBasedStateMachine):
         want = self.expected(key, variant)
         try:
             claim = _acquire(self.app.runtime, self.spec, self.event(key, variant))
-        except ClaimHeldError:
+        except RecordHeldError:
             got = "held"
         except PayloadMismatchError:
             got = "mismatch"

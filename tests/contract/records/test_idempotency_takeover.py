@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from oncefire import App, ClaimHeldError, idempotent
+from oncefire import App, RecordHeldError, idempotent
 from oncefire.events import Event
 from oncefire.idempotency import TAKE_OVER_AFTER, IdempotencySpec, _acquire, _finish, _Hold
 from oncefire.stores.base import IdempotencyRecord
@@ -46,7 +46,7 @@ def test_key_held_by_a_live_lease_is_a_transient_failure_retried_after_the_lease
     summary = deliver(app, "charge", event, times=1)
     assert summary["failed"] == 1
     errors = [a["error"] for a in app.store.attempts(event.id) if a["outcome"] == "failed"]
-    assert "ClaimHeldError" in errors[0]
+    assert "RecordHeldError" in errors[0]
     first.finish()
     assert charges.calls == [event.id]
     # The retry is due when the holder's lease would end (20 s on), not on the backoff (60 s).
@@ -209,7 +209,7 @@ def race_takeovers_against_a_late_completion(
         barrier.wait(WAIT)
         try:
             claim = _acquire(app.runtime, spec, event)
-        except ClaimHeldError:
+        except RecordHeldError:
             outcome = "held"
         else:
             outcome = f"done:{claim.result}" if claim.is_done else "claimed"
@@ -256,6 +256,6 @@ def test_a_key_that_changes_hands_throughout_a_claim_is_retried_later(
     # Each time: the claim meets a live record, which is released before it is read.
     monkeypatch.setattr(app.store, "acquire_idempotency", lambda record, now: False)
     monkeypatch.setattr(app.store, "idempotency_record", lambda key: None)
-    with pytest.raises(ClaimHeldError, match="changed hands 5 times") as caught:
+    with pytest.raises(RecordHeldError, match="changed hands 5 times") as caught:
         _acquire(app.runtime, spec, message_event("e1", amount=500))
     assert caught.value.delay is None  # retried on the backoff, not at a lease's end

@@ -21,6 +21,7 @@ from oncefire.firebase.db.values import Path, from_leaves, leaves, value_at, wit
 from oncefire.model import codec
 from oncefire.model.lineage import write_auth
 from oncefire.model.outbox import emit
+from oncefire.model.trigger_kind import TriggerKind
 from oncefire.stores.base import DocumentTx
 
 COLLECTION = "__rtdb__"
@@ -80,7 +81,9 @@ class Tree:
         with self.db.store.transaction() as tx:
             tx.get_document(LOCK)  # Realtime Database writes run one at a time
             patterns = [
-                value_changes.pattern(f.source) for f in tx.functions() if f.kind == "database"
+                value_changes.pattern(f.source)
+                for f in tx.functions()
+                if f.kind == TriggerKind.DATABASE
             ]
             top = value_changes.top_of(path, patterns)
             above = _leaf_above(tx, top)

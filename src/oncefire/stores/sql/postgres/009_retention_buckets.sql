@@ -58,7 +58,7 @@ INSERT INTO oncefire_dead_counts (function, count)
 SELECT function, count(*) FROM oncefire_deliveries WHERE state = 'dead' GROUP BY function;
 -- A trigger keeps the counters in the statement that makes or ends a dead letter, whichever
 -- statement it is (bury, replay, dismiss, an operator's edit): no path can miss one. Its
--- WHEN clause keeps it off every other state change (claims, completions).
+-- WHEN clause keeps it off every other state change (leases, completions).
 CREATE OR REPLACE FUNCTION oncefire_count_dead() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.state = 'dead' THEN

@@ -1,9 +1,9 @@
 -- oncefire schema 12: ordering keys and rate limits.
 -- A delivery of a function ordered by document carries its event's source as its ordering
--- key: a claim passes over it while an earlier delivery of the same (function, key) is
+-- key: a lease passes over it while an earlier delivery of the same (function, key) is
 -- pending or running. Unordered deliveries keep a NULL key.
 ALTER TABLE oncefire_deliveries ADD COLUMN ordering_key text;
--- What claims look up: the earlier deliveries of one key that are not finished.
+-- What leases look up: the earlier deliveries of one key that are not finished.
 CREATE INDEX oncefire_deliveries_ordered ON oncefire_deliveries (function, ordering_key, id)
     WHERE ordering_key IS NOT NULL AND state IN ('pending', 'running');
 -- The functions ordered by document, as registered.

@@ -1,7 +1,7 @@
 -- oncefire schema 14: ordering by a key the function computes (ordering_key=callable).
 -- keyed_by: 'document' (the key is the event's source, set on insert) or 'key' (the key is
 -- computed in Python by a worker that serves the function). A delivery of a 'key' function
--- is inserted with the key '' (not computed yet): no claim leases it until a worker has set
+-- is inserted with the key '' (not computed yet): no lease takes it until a worker has set
 -- its key; a computed key is never ''.
 ALTER TABLE oncefire_ordering ADD COLUMN keyed_by text NOT NULL DEFAULT 'document';
 CREATE OR REPLACE FUNCTION oncefire_key_delivery() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -22,12 +22,12 @@ SET LOCAL enable_bitmapscan = off;
 -- start_leases would, but the first started when it starts alone, now (%(free_slots)s is 1,
 -- or it is the only one and a slot is free).
 -- A delivery with an ordering key waits while an earlier one of its key (lower id) is pending
--- or running. Two claims never lease two of one key: a delivery only leaves pending and
+-- or running. Two leases never take two of one key: a delivery only leaves pending and
 -- running when it ends, so any snapshot shows an earlier unfinished one as unfinished, and
--- the row lock keeps two claims from taking the same head. A delivery whose key a worker has
+-- the row lock keeps two leases from taking the same head. A delivery whose key a worker has
 -- not computed yet ('') is not leased.
 -- A solo delivery is leased only alone, by a worker holding nothing else (%(is_alone)s): a
--- claim takes the due deliveries before the first solo one, or that one alone when it is the
+-- lease takes the due deliveries before the first solo one, or that one alone when it is the
 -- first and the worker is alone.
 WITH due AS (
     SELECT id, run_at, solo FROM oncefire_deliveries d
@@ -114,7 +114,7 @@ SELECT t.id, t.function, t.attempt, e.id, e.type, e.source, e.time, e.data, e.si
 FROM taken t JOIN oncefire_events e ON e.id = t.event_id ORDER BY t.run_at, t.id;
 
 -- name: lock_function
--- Free slots of a capped function are counted under a lock every claimer of it takes.
+-- Free slots of a capped function are counted under a lock every worker leasing it takes.
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: running_counts
@@ -380,7 +380,7 @@ ORDER BY d.id LIMIT %(limit)s;
 
 -- name: next_due
 -- A delivery held back by an earlier one of its ordering key is not due before that one ends;
--- one whose key is not computed yet ('') is due: a worker keys it before its claim.
+-- one whose key is not computed yet ('') is due: a worker keys it before its lease.
 SELECT min(run_at) FROM oncefire_deliveries d
 WHERE state = 'pending' AND function = ANY(%(functions)s::text[])
     AND (ordering_key IS NULL OR ordering_key = '' OR NOT EXISTS (

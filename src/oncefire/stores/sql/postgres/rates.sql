@@ -1,4 +1,4 @@
--- Rate limits: one token bucket per rate-limited function, shared by every worker. A claim
+-- Rate limits: one token bucket per rate-limited function, shared by every worker. A lease
 -- locks the buckets it spends from (FOR UPDATE, in name order) until it commits.
 
 -- name: rate_buckets

@@ -48,7 +48,7 @@ SELECT pg_backend_pid();
 BEGIN;
 
 -- name: begin_bounded
--- A transaction of oncefire's own (a claim, a batch, housekeeping): it never waits on user
+-- A transaction of oncefire's own (a lease, a batch, housekeeping): it never waits on user
 -- code, so a session idle in it for 5 s belongs to a frozen process (stopped, swapped out,
 -- its machine paused). The server then ends that session, and the locks it held (a capped
 -- function's, rows of a delivery) no longer stall every other worker; the frozen process

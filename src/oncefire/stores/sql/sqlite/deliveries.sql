@@ -7,8 +7,8 @@
 -- otherwise pick (function, state) and sort the backlog. :has_ids limits them to :ids.
 -- A delivery with an ordering key waits while an earlier one of its key is not finished;
 -- one without (ordering_key IS NULL) is not looked at further. BEGIN IMMEDIATE serializes
--- claims, so no two claims can both find a key free. A delivery whose key a worker has not
--- computed yet ('') is not leased. A solo delivery is leased only alone (see claim).
+-- leases, so no two leases can both find a key free. A delivery whose key a worker has not
+-- computed yet ('') is not leased. A solo delivery is leased only alone (see take_due).
 SELECT run_at, id, solo FROM oncefire_deliveries AS d INDEXED BY oncefire_deliveries_due
 WHERE state = 'pending' AND run_at <= :now AND function IN (:functions)
     AND (:has_ids = 0 OR id IN (:ids))
@@ -140,7 +140,7 @@ LIMIT :limit;
 
 -- name: next_due
 -- A delivery held back by an earlier one of its ordering key is not due before that one ends;
--- one whose key is not computed yet ('') is due: a worker keys it before its claim.
+-- one whose key is not computed yet ('') is due: a worker keys it before its lease.
 SELECT min(run_at) FROM oncefire_deliveries AS d
 WHERE state = 'pending' AND function IN (:functions)
     AND (ordering_key IS NULL OR ordering_key = '' OR NOT EXISTS (

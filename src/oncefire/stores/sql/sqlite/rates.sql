@@ -1,5 +1,5 @@
--- Rate limits: one token bucket per rate-limited function, shared by every worker. Claims
--- read and spend it inside their BEGIN IMMEDIATE transaction, which no other claim interleaves.
+-- Rate limits: one token bucket per rate-limited function, shared by every worker. Leases
+-- read and spend it inside their BEGIN IMMEDIATE transaction, which no other lease interleaves.
 
 -- name: rate_buckets
 SELECT function, tokens, refilled_at FROM oncefire_rate_buckets WHERE function IN (:functions);
