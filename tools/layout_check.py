@@ -234,11 +234,15 @@ def shell_importers(root: Path = SRC) -> list[str]:
 
 def long_docstrings(root: Path = SRC) -> dict[str, int]:
     """Modules whose docstring runs over MAX_DOCSTRING_LINES lines of prose (a state table's
-    rows, lines starting with `|`, are not counted), by path relative to root."""
+    rows, lines starting with `|` or indented, are not counted), by path relative to root."""
     long = {}
     for path in sorted(root.rglob("*.py")):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=True) or ""
-        prose = [line for line in doc.splitlines() if not line.lstrip().startswith("|")]
+        prose = [
+            line
+            for line in doc.splitlines()
+            if not line.lstrip().startswith("|") and not line.startswith((" ", "\t"))
+        ]
         if len(prose) > MAX_DOCSTRING_LINES:
             long[str(path.relative_to(root))] = len(prose)
     return long

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from oncefire import idempotency
 from oncefire.clock import Clock, SystemClock
-from oncefire.decorators import Decorators
+from oncefire.decorators import Decorators, RowTriggers
 from oncefire.documents import Database
 from oncefire.engine.routing import warn_stranded
 from oncefire.engine.runtime import Runtime
@@ -30,7 +30,6 @@ from oncefire.operations.functions import Functions
 from oncefire.operations.history import History
 from oncefire.operations.unrouted import UnroutedReport
 from oncefire.retry import is_count, is_real
-from oncefire.rows import RowTriggers
 from oncefire.settings import Settings
 from oncefire.stores.base import Store
 from oncefire.triggers import (

@@ -138,7 +138,9 @@ def test_the_check_counts_a_docstrings_prose_not_its_table(tmp_path: Path) -> No
     prose = "\n".join(f"line {i}" for i in range(11))
     table = "\n".join(f"| state {i} | event |" for i in range(30))
     (tmp_path / "long.py").write_text(f'"""{prose}"""\n', encoding="utf-8")
+    rows = "\n".join(f"    state {i}  an event  -> state {i + 1}" for i in range(30))
     (tmp_path / "table.py").write_text(f'"""Holds.\n\n{table}\n"""\n', encoding="utf-8")
+    (tmp_path / "rows.py").write_text(f'"""Holds.\nThe rule:\n\n{rows}\n"""\n', encoding="utf-8")
     assert layout_check.long_docstrings(tmp_path) == {"long.py": 11}
 
 

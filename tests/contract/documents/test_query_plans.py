@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from oncefire import App
-from oncefire.documents import _index_entries
+from oncefire.documents.transaction import index_entries as _index_entries
 from oncefire.model import codec
 from oncefire.stores import queries
 from oncefire.stores.documents.sql_tx import SqlTx

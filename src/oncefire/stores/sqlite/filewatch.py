@@ -1,18 +1,12 @@
 """Wake a waiting worker when another process commits to a SQLite file.
 
-On Linux an inotify watch on the file's folder reports each write to the WAL file at once,
-at no cost while idle. Elsewhere (or if inotify is unavailable) the WAL file's size and
-mtime are polled.
-
-A commit writes the WAL before it flushes and lets go of the lock, so a worker woken by that
-write would find the lock still held, and sleep in SQLite's busy handler (1 ms at first).
-oncefire's own writers also write the wake file once their commit has returned, while a
-worker sleeps (WakeFile): a write to the WAL ends the wait only after GRACE, unless the wake
-file is written first, so a worker woken by oncefire's writes finds the lock free, and one
-woken by another program's waits no longer than SQLite's first nap would have made it. A
-wake that comes within FLOWING of the wait's start (writes are flowing) waits GRACE too: a
-worker that took the lock at once would make the writer's next write nap in SQLite's busy
-handler, where a moment later its turn takes that write's event as well.
+An inotify watch on the file's folder reports each write to the WAL file (Linux); elsewhere
+the WAL file's size and mtime are polled. A commit writes the WAL before it lets go of the
+lock, so a worker woken by that write would find the lock held and nap in SQLite's busy
+handler. oncefire's own writers therefore also write the wake file once their commit has
+returned (WakeFile): a write to the WAL ends the wait only after GRACE, unless the wake file
+is written first. A wake within FLOWING of the wait's start (writes are flowing) waits GRACE
+too, so the worker's next turn takes the following write's event as well.
 """
 
 from __future__ import annotations
