@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from oncefire import App, Increment, PermanentError, RetryPolicy, idempotent
-from oncefire.engine.execution import write_ending
+from oncefire.engine.endings import write_ending
 from oncefire.errors import EventNotFoundError
 from oncefire.events import Event
 from oncefire.features import ttl

@@ -20,6 +20,8 @@ from oncefire.cli.common import (
 
 DEMO_PORT = 8787
 
+ATTEMPT_LOG = logging.getLogger("oncefire.engine.endings")  # a line per attempt ended
+
 
 @click.command()
 @click.option(
@@ -55,7 +57,7 @@ def demo(
     application's own table, docs/tables.md). A --store holding functions or documents
     the demo did not write is refused, unless --force."""
     configure_logging(stream=sys.stdout)
-    logging.getLogger("oncefire.engine.execution").setLevel(logging.DEBUG)  # every attempt, told
+    ATTEMPT_LOG.setLevel(logging.DEBUG)  # every attempt, told
     if store is None:
         store = f"sqlite:///{Path(tempfile.mkdtemp(prefix='oncefire-demo-')) / 'demo.db'}"
     else:
@@ -80,7 +82,7 @@ def demo(
 
         port = free_port(port)
         click.echo(f"\ndashboard: http://127.0.0.1:{port}/ (Ctrl-C to stop)")
-        logging.getLogger("oncefire.engine.execution").setLevel(logging.INFO)
+        ATTEMPT_LOG.setLevel(logging.INFO)
         serve(app, host="127.0.0.1", port=port)
 
 

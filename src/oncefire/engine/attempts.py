@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from oncefire.engine import crashes, execution, leased_records
+from oncefire.engine import crashes, endings, execution, leased_records
 from oncefire.engine.execution import EventLoopThread
 from oncefire.errors import StoreError
 from oncefire.idempotency import Deferred, write_completions
@@ -250,7 +250,7 @@ class RunningAttempts:
                 # The records it completed so far; one it completes later is written at once.
                 completed = attempt.entered.deferred.take()
                 ending = replace(timeout_ending(attempt.trigger), completions=completed)
-                execution.write_ending(self.rt, attempt.trigger, attempt.leased, ending)
+                endings.write_ending(self.rt, attempt.trigger, attempt.leased, ending)
             except StoreError as exc:
                 log.error("worker %s: %s; the lease will run out instead", worker, exc)
 
@@ -379,7 +379,7 @@ def write_all(
     written."""
     items = [(attempt.trigger, attempt.leased, ending) for attempt, ending in ended]
     try:
-        return execution.write_endings(rt, items)
+        return endings.write_endings(rt, items)
     except Exception as exc:
         log.warning("worker %s writing one attempt at a time: %s", worker, exc)
-        return execution.write_each(rt, items)
+        return endings.write_each(rt, items)

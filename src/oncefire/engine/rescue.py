@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from oncefire.engine import execution, leased_records
+from oncefire.engine import endings, leased_records
 from oncefire.errors import StoreError
 from oncefire.retry import Outcome
 from oncefire.stores.base import Ending
@@ -60,7 +60,7 @@ def rescue(rt: Runtime, functions: Sequence[str]) -> tuple[int, int]:
                     Outcome.CRASHED,
                     f"worker died or stalled: lease ran out during attempt {item.attempt}",
                 )
-                crashed += execution.write_ending(rt, rt.triggers[item.function], item, ending)
+                crashed += endings.write_ending(rt, rt.triggers[item.function], item, ending)
         if len(expired) < RESCUE_BATCH:
             return taken, crashed
 

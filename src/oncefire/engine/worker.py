@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from oncefire.engine import execution, leased_records, turn
+from oncefire.engine import endings, leased_records, turn
 from oncefire.engine.attempts import DrainSummary as DrainSummary
 from oncefire.engine.attempts import RunningAttempts, worker_name, write_all
 from oncefire.engine.progress import Progress
@@ -145,7 +145,7 @@ class Worker:
         try:
             with self.rt.store.batch():  # one commit: a disk flush saved per turn
                 if plan.is_writing:
-                    written = execution.write_endings(self.rt, attempts.ended_items())
+                    written = endings.write_endings(self.rt, attempts.ended_items())
                 if plan.is_leasing:
                     # Alone once this turn wrote what ended: it may take a solo delivery.
                     is_alone = not attempts.running and (plan.is_writing or not attempts.ended)
@@ -164,7 +164,7 @@ class Worker:
                 raise
             # One write the store refuses must not roll back its batch-mates' forever.
             log.warning("worker %s writing one attempt at a time: %s", self.name, exc)
-            self._count_written(execution.write_each(self.rt, attempts.ended_items()))
+            self._count_written(endings.write_each(self.rt, attempts.ended_items()))
             return []
         if plan.is_writing:
             self._count_written(written)
