@@ -78,7 +78,9 @@ class App(Decorators, RowTriggers):
         self.functions = Functions(self.runtime)
         self.operators = Operators(self.runtime, self.dead_letters, self.functions)
         self.alerts = Alerts(self.runtime, self.dead_letters, self.history)
-        self.runtime.alerts = self.alerts  # the workers check them; the brake fires budget ones
+        self.runtime.alerts = (
+            self.alerts
+        )  # the workers check them; the budget guard fires budget ones
         self._lock = threading.RLock()
 
     # -- runtime -----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 function, and which triggers each watched table needs (docs/tables.md).
 
 A trigger in the application's database inserts one event per changed row, marked 'new', in
-the application's transaction; the workers route it (keeper.route_new) to the functions whose
+the application's transaction; the workers route it (engine/routing.py) to the functions whose
 trigger matches it then. A function's stored source is the table, followed by the columns it
 filters updates on: `orders` or `orders[status,amount]`.
 """

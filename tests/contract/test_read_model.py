@@ -94,8 +94,8 @@ def test_deliveries_now_and_the_backlog(history: App, reads: ReadModel) -> None:
 
 
 def test_functions_and_the_audit_log(history: App, reads: ReadModel) -> None:
-    [brake] = reads.function_brakes()
-    assert brake["name"] == "charge" and brake["paused_at"] is None
+    [state] = reads.function_states()
+    assert state["name"] == "charge" and state["paused_at"] is None
     assert reads.audit_log(10) == []
     letter = history.dead_letters.list("charge")[0]
     history.operators.dismiss(letter.id, actor="ops")
@@ -144,5 +144,5 @@ def test_a_read_runs_through_the_fault_hooks(
     reads: ReadModel, fail_first_statement: faults.FaultPlan
 ) -> None:
     with pytest.raises(faults.InjectedFault):
-        reads.function_brakes()
+        reads.function_states()
     assert fail_first_statement.fired is not None

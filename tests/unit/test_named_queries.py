@@ -60,7 +60,7 @@ def test_migrations_are_not_named_queries(tmp_path: Path) -> None:
 def test_every_query_file_loads_through_the_one_loader() -> None:
     for dialect in ("sqlite", "postgres"):
         loaded = queries.load(dialect)
-        for name in ("looping_events", "cost_sums", "function_brakes", "awaited_sources"):
+        for name in ("looping_events", "cost_sums", "function_states", "awaited_sources"):
             assert not loaded[name].lstrip().startswith("--"), (dialect, name)
         assert [v for v, _ in queries.migrations(dialect)][:2] == [1, 2]
 

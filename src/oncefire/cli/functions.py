@@ -1,4 +1,4 @@
-"""`oncefire functions [list|pause|resume|forget|rename]`: the stored functions and the brake."""
+"""`oncefire functions [list|pause|resume|forget|rename]`: the stored functions."""
 
 from __future__ import annotations
 

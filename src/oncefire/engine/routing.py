@@ -175,7 +175,7 @@ def warn_at_start(rt: Runtime) -> None:
 
 def warn_stranded(rt: Runtime) -> None:
     """One WARNING line naming the functions this app does not define whose deliveries wait
-    (a function renamed or removed in code); said once a process for the same names."""
+    (a function renamed or removed in code); said once per process for the same names."""
     try:
         stranded = Functions(rt).stranded()
     except StoreError as exc:  # the store is down: the work itself will say so

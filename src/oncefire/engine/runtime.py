@@ -58,7 +58,7 @@ class Runtime:
         self.tick_cursors: dict[str, TickCursor] = {}  # schedule function -> where it stands
         self.tick_lock = threading.Lock()  # one look at the schedules at a time (ticks.py)
         self.alerts: AlertHooks | None = None
-        self.warned: set[str] = set()  # warnings said once a process (keeper.warn_stranded)
+        self.warned: set[str] = set()  # warnings said once per process (routing.warn_stranded)
         self._store: Store | None = None
         self._read_store: Store | None = None
         self._db: Database | None = None

@@ -190,7 +190,7 @@ def check_budget_alerts(rt: Runtime) -> int:
     if not budgets:
         return 0
     store, fired = rt.store, 0
-    for row in store.reads.function_brakes():
+    for row in store.reads.function_states():
         name, at, reason = row["name"], row["paused_at"], row["paused_reason"]
         budget = budgets.get(name)
         if budget is None or at is None:

@@ -1,5 +1,5 @@
 """`app.functions`: the functions the store knows, when a worker last served each, their
-pending deliveries, and the brake: pause, resume, forget; and rename, for a function renamed
+pending deliveries; pause, resume, forget; and rename, for a function renamed
 in code whose deliveries wait under its old name."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["FORGOTTEN", "UNSERVED_AFTER", "FunctionRow", "Functions", "Renamed"]
 
 # A function no worker has said it serves for this long (workers say so once a minute,
-# keeper.TOUCH_EVERY) is unserved when deliveries wait for it: the dashboard's warning and the
+# routing.TOUCH_EVERY) is unserved when deliveries wait for it: the dashboard's warning and the
 # audit's orphan-function rule.
 UNSERVED_AFTER = 300.0
 FORGOTTEN = (

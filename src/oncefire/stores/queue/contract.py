@@ -37,8 +37,8 @@ class Queue(Protocol):
         function in `rates` takes at most the whole tokens of its bucket, and spends one a
         delivery leased. A solo delivery is leased only alone: a lease takes the due ones
         before the first solo one, or that one alone if it comes first and the worker holds
-        nothing else (is_alone). is_ahead: the same statement marks them started a wave ahead
-        (as start(..., is_ahead=True) would, see marking.py), but the first started (as
+        nothing else (is_alone). is_ahead: the same statement marks them ahead
+        (as start(..., is_ahead=True) would, see engine/turn.py), but the first started (as
         start() would) when it starts alone: `free` is 1, or it is the only one leased.
         The same as with_events(take_due(...))."""
 
@@ -66,8 +66,9 @@ class Queue(Protocol):
 
     def start(self, leases: Sequence[Lease], now: float, *, is_ahead: bool = False) -> set[int]:
         """Mark leased deliveries started (started_at now) if their lease holds; the ids marked.
-        Only a started one whose lease ran out is charged; one marked is_ahead (a wave ahead,
-        with others) is handed back uncharged and solo (rescue.py); marked again, started."""
+        Only a started one whose lease ran out counts as a crashed attempt; one marked ahead
+        (is_ahead, with others) is released uncounted and solo (engine/rescue.py); marked
+        again, started."""
 
     def renew(self, leases: Sequence[Lease], now: float, lease_until: float) -> list[Lease]:
         """Extend leases still held and not yet run out; return those (the rest are lost)."""

@@ -28,7 +28,7 @@ class Leased:
     event: StoredEvent
     replayed_at: float | None = None  # when a person last replayed it from the dead letters
     is_started: bool = True  # False: leased but its function was never started
-    is_ahead: bool = False  # marked started a wave ahead: whether it ran is not known
+    is_ahead: bool = False  # marked ahead, with others: whether it ran is not known
     is_solo: bool = False  # leased alone: its worker holds nothing else while it runs
     # The @idempotent record acquired for it with its lease (engine/leased_records.py), if any.
     acquired: IdempotencyRecord | None = None

@@ -135,7 +135,7 @@ class ReadModel(Protocol):
     def pending_backlog(self, now: float) -> list[tuple[str, int, float | None]]:
         """(function, pending deliveries, run_at of the oldest due one) of each function."""
 
-    def function_brakes(self) -> list[Row]:
+    def function_states(self) -> list[Row]:
         """name, last_seen, paused_at and paused_reason of every stored function."""
 
     # -- dead letters, the audit log and unrouted events ---------------------------------

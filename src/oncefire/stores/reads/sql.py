@@ -34,7 +34,7 @@ ATTEMPT = (
     "outcome",
     "error",
 )
-BRAKE = ("name", "last_seen", "paused_at", "paused_reason")
+FUNCTION_STATE = ("name", "last_seen", "paused_at", "paused_reason")
 AUDIT = ("id", "at", "actor", "action", "function", "target", "count", "detail")
 
 
@@ -155,9 +155,9 @@ class SqlReads:
         rows = self._fetch("pending_backlog", {"now": now})
         return [(str(f), int(n), None if due is None else float(due)) for f, n, due in rows]
 
-    def function_brakes(self) -> list[Row]:
+    def function_states(self) -> list[Row]:
         """name, last_seen, paused_at and paused_reason of every stored function."""
-        return named(BRAKE, self._fetch("function_brakes"))
+        return named(FUNCTION_STATE, self._fetch("function_states"))
 
     # -- dead letters, the audit log and unrouted events ---------------------------------
 

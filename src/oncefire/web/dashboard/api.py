@@ -203,7 +203,7 @@ def bulk(verb: str) -> Any:
     return endpoint
 
 
-def brake(verb: str) -> Any:
+def pause_or_resume(verb: str) -> Any:
     """POST /api/functions/{name}/pause or /resume: {"paused": true} when it changed."""
 
     async def endpoint(request: Request) -> JSONResponse:
@@ -239,8 +239,8 @@ routes = [
     Route(f"{FUNCTION}/dead-letters/replay-all", bulk("replay"), methods=["POST"]),
     Route(f"{FUNCTION}/dead-letters/dismiss-all", bulk("dismiss"), methods=["POST"]),
     Route(f"{FUNCTION}/executions", list_executions),
-    Route(f"{FUNCTION}/pause", brake("pause"), methods=["POST"]),
-    Route(f"{FUNCTION}/resume", brake("resume"), methods=["POST"]),
+    Route(f"{FUNCTION}/pause", pause_or_resume("pause"), methods=["POST"]),
+    Route(f"{FUNCTION}/resume", pause_or_resume("resume"), methods=["POST"]),
     Route("/api/unrouted", unrouted),
     Route("/api/dead-letters/{id:int}", get_dead_letter),
     Route("/api/dead-letters/{id:int}/replay", replay, methods=["POST"]),

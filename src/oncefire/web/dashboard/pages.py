@@ -197,8 +197,8 @@ def bulk_page(verb: str) -> Any:
     return endpoint
 
 
-def brake_page(verb: str) -> Any:
-    """POST /functions/{name}/pause or /resume: the brake, recorded; back to the functions."""
+def pause_page(verb: str) -> Any:
+    """POST /functions/{name}/pause or /resume: recorded in the audit log; back to the functions."""
 
     async def endpoint(request: Request) -> Response:
         await require_csrf(request)
@@ -254,9 +254,9 @@ routes = [
           name="replay_all_page"),
     Route("/functions/{name:str}/dismiss-all", bulk_page("dismiss"), methods=["POST"],
           name="dismiss_all_page"),
-    Route("/functions/{name:str}/pause", brake_page("pause"), methods=["POST"],
+    Route("/functions/{name:str}/pause", pause_page("pause"), methods=["POST"],
           name="pause_page"),
-    Route("/functions/{name:str}/resume", brake_page("resume"), methods=["POST"],
+    Route("/functions/{name:str}/resume", pause_page("resume"), methods=["POST"],
           name="resume_page"),
     Route("/dead-letters/{id:int}", dead_letter_page, name="dead_letter_page"),
     Route("/dead-letters/{id:int}/replay", single_page("replay"), methods=["POST"],

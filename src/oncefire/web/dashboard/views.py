@@ -87,14 +87,14 @@ def functions(app: App) -> list[dict[str, Any]]:
     """Every event function with its trigger, options and figures over the last 24 hours."""
     stats = app.stats(DAY)
     backlog = app.history.backlog()
-    brakes = {r["name"]: r for r in app.runtime.read_store.reads.function_brakes()}
+    states = {r["name"]: r for r in app.runtime.read_store.reads.function_states()}
     now = app.clock.now()
     out = []
     for name, (kind, source, event_types, trigger) in known(app).items():
         figures = stats.get(name)
         waiting = backlog.get(name)
         rate = None if figures is None else figures.success_rate
-        brake = brakes.get(name, {})
+        state = states.get(name, {})
         pending = 0 if waiting is None else waiting.pending
         out.append(
             {
@@ -113,10 +113,10 @@ def functions(app: App) -> list[dict[str, Any]]:
                 "p50_duration": None if figures is None else figures.p50_duration,
                 "p95_duration": None if figures is None else figures.p95_duration,
                 "dedupe_hits": 0 if figures is None else figures.dedupe_hits,
-                "paused": brake.get("paused_at") is not None,
-                "paused_reason": brake.get("paused_reason"),
-                "last_seen": brake.get("last_seen"),
-                "unserved": unserved(brake.get("last_seen"), pending, name in app.triggers, now),
+                "paused": state.get("paused_at") is not None,
+                "paused_reason": state.get("paused_reason"),
+                "last_seen": state.get("last_seen"),
+                "unserved": unserved(state.get("last_seen"), pending, name in app.triggers, now),
             }
         )
     return out

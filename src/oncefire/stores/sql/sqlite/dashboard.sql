@@ -5,8 +5,8 @@
 SELECT id, type, source, time, data, size, root_id, depth FROM oncefire_events
 WHERE id = :id
 
--- name: function_brakes
--- The brake and the last sign of a worker of each stored function (the functions page).
+-- name: function_states
+-- Whether paused, and the last sign of a worker of each stored function (the functions page).
 SELECT name, last_seen, paused_at, paused_reason FROM oncefire_functions ORDER BY name
 
 -- name: event_deliveries
