@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from starlette.routing import Route
 
 from oncefire.testing import TestClock
 from oncefire.web.dashboard import create_app
@@ -44,3 +46,19 @@ def test_the_openapi_document_is_valid_openapi_3(sqlite_url: str) -> None:
     from oncefire.web.dashboard.openapi import document
 
     validate(document())
+
+
+def test_every_api_route_is_in_the_openapi_document() -> None:
+    """A route added to api.py without its entry in openapi.py fails here (and would go
+    unfuzzed)."""
+    from oncefire.web.dashboard.api import routes
+    from oncefire.web.dashboard.openapi import document
+
+    paths = document()["paths"]
+    for route in routes:
+        assert isinstance(route, Route)
+        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
+        if path == "/api/openapi.json":
+            continue
+        for method in sorted((route.methods or set()) - {"HEAD"}):
+            assert method.lower() in paths.get(path, {}), f"{method} {path} is not in openapi.py"
