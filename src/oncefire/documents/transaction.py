@@ -156,13 +156,13 @@ class Transaction:
         after = {"data": new, "create_time": created, "update_time": now}
         before = None if current is None else codec.dumps(current)
         event_json = codec.document_event(before, data_json, created, now)
-        kind = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
-        self._emit(tx, kind, path, current, after, event_json)
+        event_type = EventType.DOCUMENT_UPDATED if current else EventType.DOCUMENT_CREATED
+        self._emit(tx, event_type, path, current, after, event_json)
 
     def _emit(
         self,
         tx: DocumentTx,
-        kind: str,
+        event_type: str,
         path: str,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
@@ -170,7 +170,7 @@ class Transaction:
     ) -> None:
         emit(
             tx,
-            event_type=kind,
+            event_type=event_type,
             source=path,
             data={"before": before, "after": after},
             now=self._db.clock.now(),

@@ -79,19 +79,19 @@ def pattern_of(reference: Any) -> Pattern:
     return Pattern.parse("/".join(segments), depth="any")
 
 
-def _converter(kind: str) -> Callable[[OncefireEvent], Event[Any]]:
+def _converter(change: str) -> Callable[[OncefireEvent], Event[Any]]:
     def convert(event: OncefireEvent) -> Event[Any]:
         before, after = shown(event.raw.get("before")), shown(event.raw.get("after"))
         data: Any = Change(before, after)
-        if kind == "created":
+        if change == "created":
             data = after
-        elif kind == "deleted":
+        elif change == "deleted":
             data = before
         auth = event.raw.get("auth") or {}
         return Event(
             id=event.id,
             source=f"//firebasedatabase.googleapis.com/projects/_/instances/{INSTANCE}",
-            type=TYPE_PREFIX + kind,
+            type=TYPE_PREFIX + change,
             time=event.time,
             data=data,
             subject=f"refs/{event.source}",
@@ -104,26 +104,26 @@ def _converter(kind: str) -> Callable[[OncefireEvent], Event[Any]]:
     return convert
 
 
-def _register(kind: str, given: dict[str, Any]) -> Callable[[F], F]:
+def _register(change: str, given: dict[str, Any]) -> Callable[[F], F]:
     reference = given.pop("reference", None)
     given.pop("instance", None)  # one database here: any instance is it
     pattern = pattern_of(reference)
-    opts = firebase_options.event_options(f"db_fn.on_value_{kind}", given)
+    opts = firebase_options.event_options(f"db_fn.on_value_{change}", given)
     app = default_app()
 
     def decorator(fn: F) -> F:
         check_function(fn)
-        # The App has no decorator of its own for this kind: the Trigger is made here.
+        # The App has no decorator of its own for this trigger kind: the Trigger is made here.
         app._add(
             Trigger(
                 name=fn.__name__,
-                fn=adapt(fn, _converter(kind)),
+                fn=adapt(fn, _converter(change)),
                 kind=TriggerKind.DATABASE,
                 source=pattern.text,
-                event_types=tuple(str(t) for t in KINDS[kind]),
+                event_types=tuple(str(t) for t in KINDS[change]),
                 options=make_options(**opts),
                 pattern=pattern,
-                is_change=kind in ("updated", "written"),
+                is_change=change in ("updated", "written"),
             )
         )
         return fn

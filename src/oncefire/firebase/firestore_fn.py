@@ -75,15 +75,15 @@ def _snapshot(snapshot: Snapshot, *, or_none: bool = False) -> DocumentSnapshot 
 
 def _auth_of(event: OncefireEvent) -> dict[str, Any]:
     auth = event.raw.get("auth") or {}
-    kind = AUTH_TYPES.get(str(auth.get("type")), "unknown")
-    return {"auth_type": kind, "auth_id": auth.get("id")}
+    auth_type = AUTH_TYPES.get(str(auth.get("type")), "unknown")
+    return {"auth_type": auth_type, "auth_id": auth.get("id")}
 
 
-def _converter(kind: str, *, with_auth: bool = False) -> Callable[[OncefireEvent], Event[Any]]:
+def _converter(change: str, *, with_auth: bool = False) -> Callable[[OncefireEvent], Event[Any]]:
     def convert(event: OncefireEvent) -> Event[Any]:
         data: Any = event.data
         if isinstance(data, OncefireChange):
-            is_written = kind == "written"
+            is_written = change == "written"
             data = Change(
                 _snapshot(data.before, or_none=is_written),
                 _snapshot(data.after, or_none=is_written),
@@ -93,7 +93,7 @@ def _converter(kind: str, *, with_auth: bool = False) -> Callable[[OncefireEvent
         fields: dict[str, Any] = {
             "id": event.id,
             "source": event.source,
-            "type": TYPE_PREFIX + kind + (".withAuthContext" if with_auth else ""),
+            "type": TYPE_PREFIX + change + (".withAuthContext" if with_auth else ""),
             "time": event.time,
             "data": data,
             "subject": f"documents/{event.source}",
@@ -106,16 +106,16 @@ def _converter(kind: str, *, with_auth: bool = False) -> Callable[[OncefireEvent
 
 
 def _register(
-    kind: str, document: str | None, given: dict[str, Any], *, with_auth: bool = False
+    change: str, document: str | None, given: dict[str, Any], *, with_auth: bool = False
 ) -> Callable[[F], F]:
     suffix = "_with_auth_context" if with_auth else ""
-    opts = firebase_options.event_options(f"firestore_fn.on_document_{kind}{suffix}", given)
+    opts = firebase_options.event_options(f"firestore_fn.on_document_{change}{suffix}", given)
     app = default_app()
-    register = getattr(app, f"on_document_{kind}")
+    register = getattr(app, f"on_document_{change}")
 
     def decorator(fn: F) -> F:
         # Written triggers see every kind of change: a Change, whatever the event type.
-        convert = _converter(kind, with_auth=with_auth)
+        convert = _converter(change, with_auth=with_auth)
         register(document=document, name=fn.__name__, **opts)(adapt(fn, convert))
         return fn
 

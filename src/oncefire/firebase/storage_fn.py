@@ -122,7 +122,7 @@ def _convert(event: OncefireEvent) -> CloudEvent[StorageObjectData]:
     )
 
 
-def _trigger(kind: str, where: str, options: dict[str, Any]) -> Callable[[F], F]:
+def _trigger(event_type: str, where: str, options: dict[str, Any]) -> Callable[[F], F]:
     given = resolve(options.pop("bucket", None))  # a param gives its value
     name = storage_names.check_bucket(given if given is not None else default_bucket_name())
     opts = firebase_options.event_options(where, options)
@@ -130,7 +130,7 @@ def _trigger(kind: str, where: str, options: dict[str, Any]) -> Callable[[F], F]
 
     def decorator(fn: F) -> F:
         topic = storage_names.topic_of(name)
-        filtered = {"eventType": kind}
+        filtered = {"eventType": event_type}
         app.on_message(topic, attributes=filtered, name=fn.__name__, **opts)(adapt(fn, _convert))
         return fn
 

@@ -184,7 +184,7 @@ def run_sync(attempt: Attempt) -> Any:
 
 def sweep_crashed(app: App) -> int:
     """Write as crashed the requests a stopped HTTP server left running; how many."""
-    names = [name for name, t in app.triggers.items() if t.kind == "http"]
+    names = [name for name, t in app.triggers.items() if not t.kind.is_run_by_workers]
     if not names:
         return 0
     now = app.clock.now()

@@ -33,7 +33,7 @@ from oncefire.firebase.firestore.document import (
 MAX_WRITES = 500
 MAX_ATTEMPTS = 5
 T = TypeVar("T")
-Write = tuple[str, DocumentReference, Any, bool]  # (kind, reference, data, merge)
+Write = tuple[str, DocumentReference, Any, bool]  # (op, reference, data, merge)
 
 
 class ReadAfterWriteError(OncefireError):
@@ -82,8 +82,8 @@ class WriteBatch:
     def __enter__(self) -> WriteBatch:
         return self
 
-    def __exit__(self, kind: object, *_: object) -> None:
-        if kind is None:
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None:
             self.commit()
 
     def _add(self, write: Write) -> None:
@@ -100,13 +100,13 @@ class WriteBatch:
 
     def _apply(self, tx: NativeTransaction) -> list[WriteResult]:
         db = self._client.database
-        for kind, reference, data, merge in self._writes:
+        for op, reference, data, merge in self._writes:
             native = db.document(reference.path)
-            if kind == "create":
+            if op == "create":
                 tx.create(native, data)
-            elif kind == "set":
+            elif op == "set":
                 tx.set(native, data, merge=merge)
-            elif kind == "update":
+            elif op == "update":
                 tx.update(native, data)
             else:
                 tx.delete(native)

@@ -32,7 +32,7 @@ def known(app: App) -> dict[str, tuple[str, str, list[str], Trigger | None]]:
     out: dict[str, tuple[str, str, list[str], Trigger | None]] = {
         name: (t.kind, t.source, list(t.event_types), t)
         for name, t in app.triggers.items()
-        if t.kind != "http"
+        if t.kind.is_run_by_workers
     }
     with app.runtime.read_store.read() as tx:
         for record in tx.functions():
