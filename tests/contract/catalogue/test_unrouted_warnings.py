@@ -6,7 +6,6 @@ take, or that an operator named (`app.keep_unrouted`, the `keep_unrouted` settin
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +14,8 @@ from starlette.testclient import TestClient
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.stores import migrations
 from oncefire.web.http_functions import build_asgi
+from tests.contract.old_schema import build_old_store
 
 
 def ok(event: Event) -> None:
@@ -128,40 +127,11 @@ def test_keep_unrouted_warns_and_ignore_unrouted_stops_it(make_app: Callable[...
 def test_http_requests_marked_unrouted_before_schema_28_are_cleared(
     store_url: str, make_app: Callable[..., App]
 ) -> None:
-    steps = [(v, sql) for v, sql in migrations.load(_dialect(store_url)) if v < 28]
     inserts = [
         "INSERT INTO oncefire_events (id, type, source, time, data, size, routing)"
         f" VALUES ('{eid}', '{kind}', '/charge', 1.0, '{{}}', 2, 'unrouted')"
         for eid, kind in (("e1", "http.request"), ("e2", "message.published"))
     ]
-    _build(store_url, steps, inserts)
+    build_old_store(store_url, 27, inserts)
     app = make_app()
     assert app.unrouted_count() == 1  # the message is still unrouted; the request is not
-
-
-def _dialect(url: str) -> str:
-    return "sqlite" if url.startswith("sqlite") else "postgres"
-
-
-def _build(url: str, steps: list[tuple[int, str]], inserts: list[str]) -> None:
-    """A store at the schema of these steps, with these rows, as an older oncefire made it."""
-    if url.startswith("sqlite"):
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        conn.execute("CREATE TABLE oncefire_schema (version INTEGER NOT NULL)")
-        for version, sql in steps:
-            for statement in migrations.statements(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
-        for statement in inserts:
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute("CREATE TABLE oncefire_schema (version integer NOT NULL)")
-        for version, sql in steps:
-            pg.execute(sql.encode())
-            pg.execute("INSERT INTO oncefire_schema (version) VALUES (%s)", (version,))
-        for statement in inserts:
-            pg.execute(statement.encode())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +10,7 @@ from oncefire import App
 from oncefire.events import Event
 from oncefire.model import codec
 from oncefire.stores import migrations
+from tests.contract.old_schema import build_old_store
 
 OLD_VERSION = 4  # before the catalogue version and the one-statement document write
 
@@ -18,8 +18,6 @@ OLD_VERSION = 4  # before the catalogue version and the one-statement document w
 def make_old_store(url: str) -> None:
     """Schema 3 with one document, one indexed collection and one registered function, as
     an oncefire of that schema wrote them."""
-    dialect = "sqlite" if url.startswith("sqlite") else "postgres"
-    steps = [(v, sql) for v, sql in migrations.load(dialect) if v <= OLD_VERSION]
     rows = [
         "INSERT INTO oncefire_documents (path, collection, data, create_time, update_time)"
         """ VALUES ('orders/o1', 'orders', '{"status":"paid"}', 1.5, 2.5)""",
@@ -27,26 +25,7 @@ def make_old_store(url: str) -> None:
         "INSERT INTO oncefire_index_entries (collection, field, value, path)"
         """ VALUES ('orders', 'status', 'j:"paid"', 'orders/o1')""",
     ]
-    if dialect == "sqlite":
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        conn.execute("CREATE TABLE oncefire_schema (version INTEGER NOT NULL)")
-        for version, sql in steps:
-            for statement in migrations.statements(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
-        for statement in rows:
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute("CREATE TABLE oncefire_schema (version integer NOT NULL)")
-        for version, sql in steps:
-            pg.execute(sql.encode())
-            pg.execute("INSERT INTO oncefire_schema (version) VALUES (%s)", (version,))
-        for statement in rows:
-            pg.execute(statement.encode())
+    build_old_store(url, OLD_VERSION, rows)
 
 
 @pytest.mark.empty_store

@@ -3,7 +3,6 @@ a counter never goes down; started from the hour buckets when an older store upg
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -12,9 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from oncefire import App, idempotent
 from oncefire.events import Event
-from oncefire.stores import migrations
 from oncefire.testing import TestClock, deliver, make_event
 from oncefire.web.dashboard.metrics import exposition
+from tests.contract.old_schema import build_old_store
 
 DAY = 86400.0
 
@@ -97,7 +96,6 @@ OLD_VERSION = 26  # before the totals
 
 def make_old_store(url: str) -> None:
     """Schema 26 with hour buckets, two dead letters (one of a stopped loop), and no totals."""
-    dialect = "sqlite" if url.startswith("sqlite") else "postgres"
     rows = [
         "INSERT INTO oncefire_events (id, type, source, time, data, size)"
         " VALUES ('e1', 'message.published', 'payments', 1.0, '{}', 2)",
@@ -110,27 +108,7 @@ def make_old_store(url: str) -> None:
         " ('charge', 3600, 'succeeded', 3, 2, 0.01, 0, 1),"
         " ('charge', 3600, 'failed', 9, 1, 1.5, 0, 1), ('charge', 3600, 'dedupe', 0, 4, 0, 0, 0)",
     ]
-    steps = [(v, sql) for v, sql in migrations.load(dialect) if v <= OLD_VERSION]
-    if dialect == "sqlite":
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        conn.execute("CREATE TABLE oncefire_schema (version INTEGER NOT NULL)")
-        for version, sql in steps:
-            for statement in migrations.statements(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
-        for statement in rows:
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute("CREATE TABLE oncefire_schema (version integer NOT NULL)")
-        for version, sql in steps:
-            pg.execute(sql.encode())
-            pg.execute("INSERT INTO oncefire_schema (version) VALUES (%s)", (version,))
-        for statement in rows:
-            pg.execute(statement.encode())
+    build_old_store(url, OLD_VERSION, rows)
 
 
 @pytest.mark.empty_store  # it makes an older schema itself
