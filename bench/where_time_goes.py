@@ -147,7 +147,7 @@ def summarize_profile(path: Path, what: str = "drain") -> dict[str, Any]:
         for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
             chain = [frames[i] for i in stack]
             is_worker = any(
-                "oncefire.engine.supervisor" in (f.get("name") or "") for f in chain[:3]
+                "oncefire.processes.supervisor" in (f.get("name") or "") for f in chain[:3]
             )
             if what == "drain" and not is_worker:
                 continue  # the supervisor process itself only sleeps: the workers are its children

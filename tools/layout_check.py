@@ -47,7 +47,7 @@ ABOVE_APP = (
     "oncefire/web/requests.py",
     "oncefire/loader.py",
     "oncefire/web/server.py",
-    "oncefire/engine/supervisor.py",
+    "oncefire/processes/",
     "oncefire/testing.py",
 )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from oncefire.engine.supervisor import cpu_count
+from oncefire.processes.supervisor import cpu_count
 from tests.e2e.cli_support import ONCEFIRE, assert_user_error, poll_until
 
 pytestmark = pytest.mark.e2e

@@ -39,7 +39,7 @@ def serve_workers(
 ) -> None:
     """Supervise the app's worker processes until SIGTERM or SIGINT (and run http, the HTTP
     server of `oncefire run`, on the loaded app meanwhile)."""
-    from oncefire.engine.supervisor import StopSignals, check_processes, serve
+    from oncefire.processes.supervisor import StopSignals, check_processes, serve
 
     configure_logging(verbose)
     check_processes(processes, is_forced=is_forced)

@@ -15,7 +15,7 @@ from oncefire.events import Event
 Path(os.environ["E2E_DIR"], f"loading-{os.getpid()}").touch()
 if (
     getattr(getattr(sys.modules["__main__"], "__spec__", None), "name", "")
-    == "oncefire.engine.supervisor"
+    == "oncefire.processes.supervisor"
 ):
     time.sleep(float(os.environ.get("SLOW_IMPORT", "0")))
 else:

@@ -1,7 +1,7 @@
 """Serve an app: N worker processes, each restarted when it dies, all stopped on SIGTERM.
 
 The app is imported once first (a mistake is one clear line before anything starts); each
-worker is a child `python -m oncefire.engine.supervisor APP` (worker_process.py), started
+worker is a child `python -m oncefire.processes.supervisor APP` (worker_process.py), started
 again after a backoff that grows while it keeps dying young. SIGTERM or SIGINT, at any moment,
 is passed on to every child (which releases what it has not started and lets its attempts
 finish); what is left after the shutdown grace is killed. A child whose supervisor died exits.
@@ -20,16 +20,16 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from oncefire.engine import worker_process
 from oncefire.engine.routing import warn_at_start
-from oncefire.engine.worker_process import EXIT_CONFIG, EXIT_STUCK
 from oncefire.errors import ConfigError
 from oncefire.loader import load_app
+from oncefire.processes import worker_process
+from oncefire.processes.worker_process import EXIT_CONFIG, EXIT_STUCK
 
 if TYPE_CHECKING:
     from oncefire.app import App
 
-log = logging.getLogger("oncefire.engine.supervisor")
+log = logging.getLogger("oncefire.processes.supervisor")
 
 FIRST_BACKOFF = 0.1
 MAX_BACKOFF = 5.0
@@ -158,7 +158,7 @@ class Supervisor:
 
     def command(self) -> list[str]:
         """The command line of one worker process."""
-        cmd = [sys.executable, "-m", "oncefire.engine.supervisor", self.target]
+        cmd = [sys.executable, "-m", "oncefire.processes.supervisor", self.target]
         cmd += ["--parent", str(os.getpid())]
         if self.concurrency is not None:
             cmd += ["--concurrency", str(self.concurrency)]

@@ -1,6 +1,6 @@
-"""One worker process of `oncefire worker`, started by the supervisor as
-`python -m oncefire.engine.supervisor APP --parent PID`: it loads the app and serves until told to
-stop, and it dies with its supervisor.
+"""One worker process of `oncefire worker`, started by the supervisor as `python -m
+oncefire.processes.supervisor APP --parent PID`: it loads the app and serves until told
+to stop, and it dies with its supervisor.
 
 Until its worker exists (the app still loading) a SIGTERM or SIGINT ends it at once: nothing
 is leased yet. After, either makes the worker stop leasing and shut down within its grace.
@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from oncefire.engine.worker import Worker
 from oncefire.loader import load_app
 
-log = logging.getLogger("oncefire.engine.supervisor")
+log = logging.getLogger("oncefire.processes.supervisor")
 
 EXIT_STUCK = 3  # a child ended itself over an attempt it could not stop
 EXIT_CONFIG = 78  # EX_CONFIG: a child could not load the app, so restarting it will not help
@@ -118,7 +118,7 @@ def _exit(code: int) -> NoReturn:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of a worker process (started by the supervisor, not by hand)."""
-    parser = argparse.ArgumentParser(prog="python -m oncefire.engine.supervisor")
+    parser = argparse.ArgumentParser(prog="python -m oncefire.processes.supervisor")
     parser.add_argument("target")
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--parent", type=int, default=None, help="the supervisor's pid")

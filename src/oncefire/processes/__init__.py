@@ -1,0 +1,1 @@
+"""Worker processes: the supervisor `oncefire worker` runs, and each process it starts."""
