@@ -5,7 +5,6 @@ triggers (with the arguments of schema 13) run the new trigger functions at once
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +12,8 @@ import pytest
 
 from oncefire import App
 from oncefire.events import Event
-from oncefire.stores import migrations
 from oncefire.tables import changed_tables
+from tests.contract.old_schema import build_old_store
 from tests.table_writers import make_writer
 
 BEFORE = 15  # a schema whose table triggers wrote into oncefire_events (up to 17)
@@ -42,30 +41,12 @@ WATCHED = (
 def make_store_watching_orders(url: str, before: int = BEFORE) -> None:
     """A store at schema `before` (15 unless told) with t_orders watched by schema 15's insert
     trigger."""
-    dialect = "sqlite" if url.startswith("sqlite") else "postgres"
-    steps = [(v, sql) for v, sql in migrations.load(dialect) if v <= before]
     table = "CREATE TABLE t_orders (id INTEGER PRIMARY KEY, status TEXT, amount INTEGER, note TEXT)"
-    if dialect == "sqlite":
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        conn.execute("CREATE TABLE oncefire_schema (version INTEGER NOT NULL)")
-        for version, sql in steps:
-            for statement in migrations.statements(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO oncefire_schema (version) VALUES (?)", (version,))
-        for statement in (table, OLD_SQLITE_TRIGGER, WATCHED.format(i="INTEGER", t="TEXT")):
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute("DROP TABLE IF EXISTS t_orders")
-        pg.execute("CREATE TABLE oncefire_schema (version integer NOT NULL)")
-        for version, sql in steps:
-            pg.execute(sql.encode())
-            pg.execute("INSERT INTO oncefire_schema (version) VALUES (%s)", (version,))
-        for statement in (table, OLD_POSTGRES_TRIGGER, WATCHED.format(i="integer", t="text")):
-            pg.execute(statement.encode())
+    if url.startswith("sqlite"):
+        rows = [table, OLD_SQLITE_TRIGGER, WATCHED.format(i="INTEGER", t="TEXT")]
+    else:
+        rows = [table, OLD_POSTGRES_TRIGGER, WATCHED.format(i="integer", t="text")]
+    build_old_store(url, before, rows)
 
 
 @pytest.mark.empty_store
